@@ -1,0 +1,44 @@
+"""Choosing and opening a backend from arguments or the environment."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import BackendUnavailable, InvalidInput
+from .store import GraphStore
+
+BACKENDS = ("kuzu", "neo4j")
+DEFAULT_PATH = "./ebb_db"
+
+
+def open_store(
+    backend: str | None = None,
+    path: str | os.PathLike[str] | None = None,
+    *,
+    read_only: bool = False,
+) -> GraphStore:
+    """Open the store named by ``backend`` (default ``EBB_BACKEND``, else ``kuzu``).
+
+    Kùzu reads ``path`` (default ``EBB_DB_PATH``, else ``./ebb_db``); Neo4j reads ``NEO4J_URI``,
+    ``NEO4J_USER``, ``NEO4J_PASSWORD`` and ``NEO4J_DATABASE``.
+    """
+    name = (backend or os.environ.get("EBB_BACKEND") or "kuzu").strip().lower()
+    if name == "kuzu":
+        from .kuzu_store import KuzuStore
+
+        where = path or os.environ.get("EBB_DB_PATH") or DEFAULT_PATH
+        return KuzuStore(Path(where), read_only=read_only)
+    if name == "neo4j":
+        try:
+            from .neo4j_store import Neo4jStore
+        except ImportError as exc:
+            raise BackendUnavailable(
+                "the Neo4j backend needs its extra: pip install 'ebb-memory[neo4j]'"
+                f" ({exc})"
+            ) from None
+        return Neo4jStore.from_env()
+    raise InvalidInput(
+        f"unknown backend {name!r} (from EBB_BACKEND or --backend): choose one of {BACKENDS}",
+        field="backend",
+    )

@@ -1,0 +1,1129 @@
+"""``Brain``: Ebb's engine API. Policy lives here; storage lives behind :class:`GraphStore`.
+
+>>> from ebb_core import Brain
+>>> brain = Brain.open(":memory:")                     # doctest: +SKIP
+>>> brain.remember("We price by outcome now", kind="decision", id="decision:outcome-pricing")
+...                                                    # doctest: +SKIP
+>>> [h.id for h in brain.recall("pricing")]             # doctest: +SKIP
+['decision:outcome-pricing']
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+from . import scoring
+from .clock import Clock, SystemClock, as_utc, from_us, to_us
+from .errors import InvalidInput, NotFound
+from .model import (
+    MAX_ID_LEN,
+    MAX_TEXT_LEN,
+    AuditEntry,
+    Edge,
+    LiveLink,
+    MaintainReport,
+    Neighbor,
+    Node,
+    RecallHit,
+    ReviewItem,
+    Stats,
+    Tier,
+    Why,
+    has_control_chars,
+    is_valid_kind,
+    slugify,
+)
+from .scoring import Config
+from .store import GraphStore, Incident
+from .text import matched_terms, query_terms
+
+Progress = Callable[[int, int], None]
+"""A progress callback: ``(done, total)``."""
+
+EXPORT_FORMAT = "ebb-export"
+EXPORT_VERSION = 1
+DEFAULT_NAMESPACE = "default"
+MAX_K = 1000
+MAX_NAMESPACE_LEN = 200
+
+
+@dataclass
+class _Shared:
+    """State shared by every namespace view of one open store."""
+
+    store: GraphStore
+    config: Config
+    clock: Clock
+    lock: threading.RLock
+    epoch_us: int
+
+
+class Brain:
+    """Long-term memory for one namespace (user, agent or project) on a :class:`GraphStore`.
+
+    Every method runs as one transaction and sees only this namespace; :meth:`scoped` gives a
+    view of another namespace on the same store. Time comes from ``clock``.
+    """
+
+    def __init__(
+        self,
+        store: GraphStore,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+        config: Config | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self._ns = validate_namespace(namespace)
+        cfg = config or Config()
+        clk = clock or SystemClock()
+        self._s = _Shared(store, cfg, clk, threading.RLock(), 0)
+        self._init_scoring()
+
+    # -- opening ---------------------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        backend: str | None = None,
+        namespace: str | None = None,
+        config: Config | None = None,
+        clock: Clock | None = None,
+    ) -> Brain:
+        """Open the store the environment (or the arguments) point at.
+
+        ``backend`` defaults to ``EBB_BACKEND`` (``kuzu``); the Kùzu path to ``EBB_DB_PATH``
+        (``./ebb_db``); the namespace to ``EBB_NAMESPACE`` (``default``).
+        """
+        from .backends import open_store
+
+        store = open_store(backend=backend, path=path)
+        try:
+            ns = namespace or os.environ.get("EBB_NAMESPACE") or DEFAULT_NAMESPACE
+            return cls(store, namespace=ns, config=config, clock=clock)
+        except BaseException:
+            store.close()
+            raise
+
+    def scoped(self, namespace: str) -> Brain:
+        """A view of ``namespace`` on the same store, config and clock."""
+        other = object.__new__(Brain)
+        other._ns = validate_namespace(namespace)
+        other._s = self._s
+        return other
+
+    def close(self) -> None:
+        """Close the underlying store (all namespace views share it)."""
+        self._s.store.close()
+
+    def __enter__(self) -> Brain:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def namespace(self) -> str:
+        return self._ns
+
+    @property
+    def config(self) -> Config:
+        return self._s.config
+
+    @property
+    def clock(self) -> Clock:
+        return self._s.clock
+
+    @property
+    def store(self) -> GraphStore:
+        return self._s.store
+
+    # -- internals ---------------------------------------------------------------------------------
+    @contextmanager
+    def _tx(self) -> Iterator[None]:
+        with self._s.lock, self._s.store.transaction():
+            yield
+
+    def _now_us(self) -> int:
+        return to_us(self._s.clock.now())
+
+    def _init_scoring(self) -> None:
+        """Load the scoring epoch; recompute every key if the scoring parameters changed."""
+        s = self._s
+        signature = json.dumps(s.config.scoring_signature(), sort_keys=True)
+        with self._tx():
+            epoch = s.store.get_meta("epoch_us")
+            if epoch is None:
+                s.epoch_us = self._now_us()
+                s.store.set_meta("epoch_us", str(s.epoch_us))
+                s.store.set_meta("scoring", signature)
+                return
+            s.epoch_us = int(epoch)
+            if s.store.get_meta("scoring") != signature:
+                for ns in s.store.namespaces():
+                    self._recompute(ns)
+                s.store.set_meta("scoring", signature)
+
+    def _recompute(self, namespace: str) -> int:
+        s, cfg = self._s, self._s.config
+        n = s.store.recompute_keys(
+            namespace, s.epoch_us, cfg.half_life_us, cfg.read_bonus, cfg.spread
+        )
+        s.store.set_meta(f"max_key:{namespace}", repr(s.store.max_key(namespace)))
+        return n
+
+    def _maybe_rebase(self, now_us: int) -> bool:
+        """Move the epoch to ``now`` once keys have grown large, so they can never overflow."""
+        s = self._s
+        if not scoring.needs_rebase(now_us, s.epoch_us, s.config):
+            return False
+        factor = scoring.rebase_factor(s.epoch_us, now_us, s.config)
+        s.store.scale_keys(factor)
+        for ns in s.store.namespaces():
+            mx = self._max_key(ns)
+            s.store.set_meta(f"max_key:{ns}", repr(mx * factor))
+        s.epoch_us = now_us
+        s.store.set_meta("epoch_us", str(now_us))
+        return True
+
+    def _max_key(self, namespace: str | None = None) -> float:
+        raw = self._s.store.get_meta(f"max_key:{namespace or self._ns}")
+        return float(raw) if raw else 0.0
+
+    def _bump_max(self, keys: Iterable[float]) -> float:
+        current = self._max_key()
+        best = max(keys, default=current)
+        if best > current:
+            self._s.store.set_meta(f"max_key:{self._ns}", repr(best))
+            return best
+        return current
+
+    def _require(self, ids: Sequence[str]) -> dict[str, Node]:
+        for i in ids:
+            validate_id(i)
+        found = self._s.store.get_nodes(self._ns, ids)
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise NotFound(
+                f"no memory {missing[0]!r} in namespace {self._ns!r}"
+                + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""),
+                id=missing[0],
+            )
+        return found
+
+    def _audit(self, entries: Sequence[dict[str, Any]]) -> list[AuditEntry]:
+        if not entries:
+            return []
+        seq = self._s.store.last_audit_seq(self._ns)
+        now = self._s.clock.now()
+        out = []
+        for e in entries:
+            seq += 1
+            out.append(AuditEntry(seq=seq, namespace=self._ns, at=now, **e))
+        self._s.store.append_audit(out)
+        return out
+
+    def _rescore(
+        self,
+        touched: Mapping[str, Node],
+        incident: Sequence[Incident] | None = None,
+        extra: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> dict[str, float]:
+        """Recompute base and key of ``touched`` (their state as now written) and push the change
+        in their base to their neighbours' keys. ``extra`` fields are written in the same update.
+
+        Exact as long as the only adjacency changes were among touched nodes. Returns new keys.
+        """
+        s, cfg = self._s, self._s.config
+        if incident is None:
+            incident = s.store.incident(self._ns, list(touched))
+        edges: dict[str, list[tuple[float, int]]] = {i: [] for i in touched}
+        nbrs: dict[str, dict[str, float]] = {i: {} for i in touched}
+        outside: dict[str, Node] = {}
+        for inc in incident:
+            if inc.node_id not in touched:
+                continue
+            edges[inc.node_id].append((inc.edge.weight, to_us(inc.edge.reinforced_at)))
+            nbrs[inc.node_id][inc.other.id] = inc.other.base_key
+            if inc.other.id not in touched:
+                outside[inc.other.id] = inc.other
+        new_base = {
+            i: scoring.base_key(
+                edges[i], _opt_us(touched[i].last_read_at), s.epoch_us, cfg
+            )
+            for i in touched
+        }
+        new_key: dict[str, float] = {}
+        for i in touched:
+            bases = [new_base.get(m, b) for m, b in nbrs[i].items()]
+            new_key[i] = scoring.activation_key(new_base[i], bases, cfg)
+        deltas: dict[str, float] = {}
+        if cfg.spread:
+            for i in touched:
+                change = new_base[i] - touched[i].base_key
+                if change == 0.0:
+                    continue
+                for m in nbrs[i]:
+                    if m not in touched:
+                        deltas[m] = deltas.get(m, 0.0) + cfg.spread * change
+        updates: dict[str, dict[str, Any]] = {}
+        for i in touched:
+            fields = dict(extra.get(i, {})) if extra else {}
+            fields["base_key"] = new_base[i]
+            fields["key"] = new_key[i]
+            updates[i] = fields
+        s.store.update_nodes(self._ns, updates)
+        deltas = {m: d for m, d in deltas.items() if d != 0.0}
+        if deltas:
+            s.store.add_to_keys(self._ns, deltas)
+        live = [
+            new_key[i]
+            for i in touched
+            if not touched[i].pinned and int(updates[i].get("tier", touched[i].tier)) < 4
+        ]
+        live += [
+            outside[m].key + d for m, d in deltas.items() if not outside[m].pinned and outside[m].tier < 4
+        ]
+        self._bump_max(live)
+        return new_key
+
+    def _promote(self, nodes: Mapping[str, Node], keys: Mapping[str, float]) -> None:
+        """Use lifts a node out of warm or cold at once; demotion waits for ``maintain``."""
+        cfg, mx = self._s.config, self._max_key()
+        changes: dict[str, dict[str, Any]] = {}
+        audits = []
+        for i, n in nodes.items():
+            if n.tier in (Tier.WARM, Tier.COLD):
+                target = scoring.tier_for(scoring.ratio(keys[i], mx), n.pinned, cfg)
+                if target < n.tier:
+                    changes[i] = {"tier": target}
+                    audits.append(
+                        {"action": "promote", "node_id": i, "from_tier": n.tier,
+                         "to_tier": target, "reason": "used"}
+                    )
+        if changes:
+            self._s.store.update_nodes(self._ns, changes)
+            self._audit(audits)
+
+    def _activation(self, key: float, now_us: int) -> float:
+        return key * scoring.scale(now_us, self._s.epoch_us, self._s.config.half_life_us)
+
+    # -- writing ---------------------------------------------------------------------------------
+    def remember(
+        self,
+        text: str,
+        *,
+        kind: str = "note",
+        id: str | None = None,
+        props: Mapping[str, Any] | None = None,
+        links: Iterable[str] = (),
+        link_kind: str = "related",
+        weight: float = 1.0,
+        pinned: bool = False,
+        at: datetime | None = None,
+    ) -> Node:
+        """Store a memory (or update the one with this ``id``) and link it to ``links``.
+
+        A new memory counts as just read, so it starts with the read bonus. ``at`` backdates it
+        (for ingesting old sources); by default it is the clock's now. Returns the stored node.
+
+        >>> brain.remember("Acme renews in March", kind="fact", links=["client:acme"])
+        ... # doctest: +SKIP
+        """
+        text = validate_text(text)
+        kind = validate_kind(kind)
+        validate_weight(weight)
+        clean_props = validate_props(props)
+        link_ids = list(dict.fromkeys(validate_id(x) for x in links))
+        link_kind = validate_kind(link_kind, "link_kind")
+        with self._tx():
+            now_us = self._now_us()
+            self._maybe_rebase(now_us)
+            when = as_utc(at) if at is not None else from_us(now_us)
+            if id is None:
+                id = self._new_id(kind, text)
+            else:
+                validate_id(id)
+            if id in link_ids:
+                raise InvalidInput(f"memory {id!r} cannot link to itself", field="links")
+            existing = self._s.store.get_nodes(self._ns, [id]).get(id)
+            if existing is not None and existing.tier == Tier.FROZEN:
+                raise InvalidInput(
+                    f"memory {id!r} is in the review queue: restore it first to change it",
+                    field="id",
+                )
+            linked = self._require(link_ids) if link_ids else {}
+            frozen = [i for i, n in linked.items() if n.tier == Tier.FROZEN]
+            if frozen:
+                raise InvalidInput(
+                    f"cannot link to {frozen[0]!r}: it is in the review queue", field="links"
+                )
+            node = Node(
+                id=id,
+                namespace=self._ns,
+                kind=kind,
+                text=text,
+                props=clean_props,
+                created_at=existing.created_at if existing else when,
+                updated_at=when,
+                last_read_at=when,
+                pinned=pinned or (existing.pinned if existing else False),
+                tier=Tier.HOT,
+                base_key=existing.base_key if existing else 0.0,
+                key=existing.key if existing else 0.0,
+            )
+            self._s.store.upsert_nodes([node])
+            if link_ids:
+                self._s.store.upsert_edges(
+                    [
+                        Edge(namespace=self._ns, src=id, dst=l, kind=link_kind, weight=weight,
+                             created_at=when, reinforced_at=when)
+                        for l in link_ids
+                    ]
+                )
+            touched = {id: node, **linked}
+            keys = self._rescore(touched)
+            if existing is not None and existing.tier != Tier.HOT:
+                self._audit([{"action": "promote", "node_id": id, "from_tier": existing.tier,
+                              "to_tier": Tier.HOT, "reason": "rewritten"}])
+            self._promote({id: node}, keys)
+            return self._s.store.get_nodes(self._ns, [id])[id]
+
+    def _new_id(self, kind: str, text: str) -> str:
+        base = f"{kind}:{slugify(text)}"
+        candidate, n = base, 1
+        while self._s.store.get_nodes(self._ns, [candidate]):
+            n += 1
+            candidate = f"{base}-{n}"
+        return candidate
+
+    def connect(
+        self,
+        src: str,
+        dst: str,
+        *,
+        kind: str = "related",
+        weight: float | None = None,
+        props: Mapping[str, Any] | None = None,
+    ) -> Edge:
+        """Link two memories (or reinforce the existing ``src -kind-> dst`` edge).
+
+        ``weight`` defaults to 1.0 for a new edge and leaves an existing edge's weight unchanged.
+        """
+        kind = validate_kind(kind)
+        if weight is not None:
+            validate_weight(weight)
+        clean_props = validate_props(props)
+        if src == dst:
+            raise InvalidInput(f"memory {src!r} cannot link to itself", field="dst")
+        with self._tx():
+            now_us = self._now_us()
+            self._maybe_rebase(now_us)
+            nodes = self._require([src, dst])
+            for i in (src, dst):
+                if nodes[i].tier == Tier.FROZEN:
+                    raise InvalidInput(
+                        f"memory {i!r} is in the review queue: restore it first", field="src"
+                    )
+            now = from_us(now_us)
+            old = next(
+                (
+                    inc.edge
+                    for inc in self._s.store.incident(self._ns, [src])
+                    if inc.edge.src == src and inc.edge.dst == dst and inc.edge.kind == kind
+                ),
+                None,
+            )
+            edge = Edge(
+                namespace=self._ns,
+                src=src,
+                dst=dst,
+                kind=kind,
+                weight=weight if weight is not None else (old.weight if old else 1.0),
+                created_at=old.created_at if old else now,
+                reinforced_at=now,
+                props=clean_props if props is not None else (old.props if old else {}),
+            )
+            self._s.store.upsert_edges([edge])
+            keys = self._rescore(nodes)
+            self._promote(nodes, keys)
+            return edge
+
+    def reinforce(self, id: str, *, with_id: str | None = None) -> Node:
+        """Mark a memory as used: reset its read clock and the clocks of its edges.
+
+        With ``with_id``, only the edges between the two are reinforced (and both read clocks).
+        Returns the memory as it is now.
+        """
+        with self._tx():
+            now_us = self._now_us()
+            self._maybe_rebase(now_us)
+            ids = [id] if with_id is None else [id, with_id]
+            nodes = self._require(ids)
+            for i in ids:
+                if nodes[i].tier == Tier.FROZEN:
+                    raise InvalidInput(
+                        f"memory {i!r} is in the review queue: restore it first", field="id"
+                    )
+            now = from_us(now_us)
+            incident = self._s.store.incident(self._ns, [id])
+            chosen = [
+                inc for inc in incident if with_id is None or inc.other.id == with_id
+            ]
+            if with_id is not None and not chosen:
+                raise NotFound(f"no edge between {id!r} and {with_id!r}", id=with_id)
+            self._s.store.upsert_edges(
+                [inc.edge.model_copy(update={"reinforced_at": now}) for inc in chosen]
+            )
+            touched = {i: n.model_copy(update={"last_read_at": now}) for i, n in nodes.items()}
+            for inc in chosen:
+                touched.setdefault(inc.other.id, inc.other)
+            keys = self._rescore(
+                touched, extra={i: {"last_read_at": now} for i in ids}
+            )
+            self._promote(touched, keys)
+            return self._s.store.get_nodes(self._ns, [id])[id]
+
+    def pin(self, id: str, *, actor: str = "user") -> Node:
+        """Pin a memory: it stays hot and never archives until unpinned."""
+        with self._tx():
+            node = self._require([id])[id]
+            if node.tier == Tier.FROZEN:
+                raise InvalidInput(
+                    f"memory {id!r} is in the review queue: restore it before pinning", field="id"
+                )
+            if not node.pinned:
+                self._s.store.update_nodes(self._ns, {id: {"pinned": True, "tier": Tier.HOT}})
+                self._audit([{"action": "pin", "node_id": id, "from_tier": node.tier,
+                              "to_tier": Tier.HOT, "actor": actor}])
+            return self._s.store.get_nodes(self._ns, [id])[id]
+
+    def unpin(self, id: str, *, actor: str = "user") -> Node:
+        """Unpin a memory: from now on it ages like any other (``maintain`` may archive it)."""
+        with self._tx():
+            node = self._require([id])[id]
+            if node.pinned:
+                self._s.store.update_nodes(self._ns, {id: {"pinned": False}})
+                self._audit([{"action": "unpin", "node_id": id, "from_tier": node.tier,
+                              "to_tier": node.tier, "actor": actor}])
+            return self._s.store.get_nodes(self._ns, [id])[id]
+
+    def forget(self, id: str, reason: str = "", *, actor: str = "agent") -> ReviewItem:
+        """Ask for a memory to be deleted: it moves to frozen and into the review queue.
+
+        Nothing is deleted: it is hidden from recall until a human approves the deletion
+        (:meth:`approve_deletion`) or restores it (:meth:`restore`).
+        """
+        reason = validate_reason(reason)
+        with self._tx():
+            node = self._require([id])[id]
+            if node.pinned:
+                raise InvalidInput(
+                    f"memory {id!r} is pinned; a person must unpin it before it can be forgotten",
+                    field="id",
+                )
+            if node.tier != Tier.FROZEN:
+                now = self._s.clock.now()
+                why = f"forgotten: {reason}" if reason else "forgotten"
+                self._s.store.update_nodes(
+                    self._ns, {id: {"tier": Tier.FROZEN, "review_reason": why, "queued_at": now}}
+                )
+                self._audit([{"action": "forget", "node_id": id, "from_tier": node.tier,
+                              "to_tier": Tier.FROZEN, "actor": actor, "reason": reason}])
+                if not node.pinned and node.key >= self._max_key():
+                    self._s.store.set_meta(
+                        f"max_key:{self._ns}", repr(self._s.store.max_key(self._ns))
+                    )
+            node = self._s.store.get_nodes(self._ns, [id])[id]
+            return self._review_item(node, self._now_us())
+
+    def restore(self, id: str, *, actor: str = "user") -> Node:
+        """Bring a memory back to hot (from the review queue or an archive tier) and mark it read."""
+        with self._tx():
+            now_us = self._now_us()
+            self._maybe_rebase(now_us)
+            node = self._require([id])[id]
+            now = from_us(now_us)
+            touched = {id: node.model_copy(update={"last_read_at": now, "tier": Tier.HOT})}
+            self._rescore(
+                touched,
+                extra={id: {"tier": Tier.HOT, "review_reason": None, "queued_at": None,
+                            "last_read_at": now}},
+            )
+            if node.tier != Tier.HOT:
+                self._audit([{"action": "restore", "node_id": id, "from_tier": node.tier,
+                              "to_tier": Tier.HOT, "actor": actor}])
+            return self._s.store.get_nodes(self._ns, [id])[id]
+
+    def approve_deletion(
+        self, ids: Sequence[str] | str, *, approved_by: str, note: str = ""
+    ) -> list[str]:
+        """Delete memories a human has reviewed. Only memories in the review queue can go.
+
+        Each deletion is audited with the deleted memory and its edges as JSON, so it could be
+        re-imported. Returns the deleted ids.
+        """
+        if isinstance(ids, str):
+            ids = [ids]
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            raise InvalidInput("no ids given to approve", field="ids")
+        if not isinstance(approved_by, str) or not approved_by.strip():
+            raise InvalidInput("approved_by must name the person approving", field="approved_by")
+        note = validate_reason(note)
+        with self._tx():
+            nodes = self._require(ids)
+            not_queued = [i for i in ids if nodes[i].tier != Tier.FROZEN]
+            if not_queued:
+                t = nodes[not_queued[0]].tier.label
+                raise InvalidInput(
+                    f"memory {not_queued[0]!r} is not in the review queue (tier {t}): "
+                    "only forgotten or decayed memories can be deleted",
+                    field="ids",
+                )
+            incident = self._s.store.incident(self._ns, ids)
+            gone = set(ids)
+            audits = []
+            for i in ids:
+                edges = [inc.edge.model_dump(mode="json") for inc in incident if inc.node_id == i]
+                payload = {"node": _node_record(nodes[i]), "edges": edges}
+                audits.append({"action": "delete", "node_id": i, "from_tier": Tier.FROZEN,
+                               "to_tier": None, "actor": approved_by.strip(), "reason": note,
+                               "payload": payload})
+            neighbours = {inc.other.id: inc.other for inc in incident if inc.other.id not in gone}
+            self._s.store.delete_nodes(self._ns, ids)
+            if neighbours:
+                self._rescore(neighbours)
+            self._s.store.set_meta(f"max_key:{self._ns}", repr(self._s.store.max_key(self._ns)))
+            self._audit(audits)
+            return ids
+
+    # -- reading ---------------------------------------------------------------------------------
+    def get(self, id: str) -> Node:
+        """One memory by id (any tier), without reinforcing it."""
+        return self._require([id])[id]
+
+    def recall(
+        self,
+        query: str,
+        k: int = 5,
+        *,
+        depth: int = 1,
+        include_archived: bool = False,
+        kinds: Sequence[str] = (),
+        reinforce: bool = True,
+    ) -> list[RecallHit]:
+        """The ``k`` memories most relevant to ``query``, each with why it surfaced.
+
+        Candidates come from the full-text index (never a scan of every memory) and are ranked by
+        a blend of normalised text match and normalised activation. Hot memories only by default;
+        ``depth=2`` adds warm, ``include_archived=True`` adds cold; frozen never. What is returned
+        is reinforced (its read clock resets) unless ``reinforce=False``.
+        """
+        if not isinstance(query, str):
+            raise InvalidInput("query must be a string", field="query")
+        if len(query) > MAX_TEXT_LEN:
+            raise InvalidInput(
+                f"query is {len(query):,} characters; the limit is {MAX_TEXT_LEN:,}", field="query"
+            )
+        validate_k(k)
+        if depth not in (1, 2, 3):
+            raise InvalidInput(f"depth must be 1 (hot), 2 (+warm) or 3 (+cold), got {depth!r}",
+                               field="depth")
+        kinds = [validate_kind(x, "kinds") for x in kinds]
+        max_tier = Tier.COLD if include_archived or depth == 3 else Tier(depth)
+        cfg = self._s.config
+        terms = query_terms(query)
+        with self._tx():
+            now_us = self._now_us()
+            if terms:
+                pool = max(cfg.candidate_pool, 4 * k)
+                cands = self._s.store.text_candidates(
+                    self._ns, " ".join(terms), max_tier, pool, kinds
+                )
+            else:
+                cands = [(n, 0.0) for n in self._s.store.top_by_key(self._ns, max_tier, k, kinds)]
+            if not cands:
+                return []
+            mx = max(self._max_key(), max(n.key for n, _ in cands if not n.pinned) if any(
+                not n.pinned for n, _ in cands) else 0.0)
+            top_text = max(score for _, score in cands) or 1.0
+            scored = []
+            for node, text_score in cands:
+                t_norm = text_score / top_text if terms else 0.0
+                a_norm = scoring.ratio(node.key, mx)
+                scored.append((scoring.blend(t_norm, a_norm, cfg), node, text_score, t_norm, a_norm))
+            scored.sort(key=lambda r: (-r[0], r[1].id))
+            chosen = scored[:k]
+            nodes = {r[1].id: r[1] for r in chosen}
+            incident = self._s.store.incident(self._ns, list(nodes))
+            hits = [
+                self._hit(r, terms, incident, now_us) for r in chosen
+            ]
+            if reinforce:
+                now = from_us(now_us)
+                touched = {i: n.model_copy(update={"last_read_at": now}) for i, n in nodes.items()}
+                keys = self._rescore(
+                    touched, incident, extra={i: {"last_read_at": now} for i in nodes}
+                )
+                self._promote(touched, keys)
+            return hits
+
+    def _hit(
+        self,
+        row: tuple[float, Node, float, float, float],
+        terms: list[str],
+        incident: Sequence[Incident],
+        now_us: int,
+    ) -> RecallHit:
+        score, node, text_score, t_norm, a_norm = row
+        cfg = self._s.config
+        parts = scoring.activation_parts(
+            node.base_key, node.key, _opt_us(node.last_read_at), now_us, self._s.epoch_us, cfg
+        )
+        links = []
+        last = node.last_read_at
+        for inc in incident:
+            if inc.node_id != node.id:
+                continue
+            e = inc.edge
+            if last is None or e.reinforced_at > last:
+                last = e.reinforced_at
+            dw = e.weight * scoring.decay(now_us - to_us(e.reinforced_at), cfg.half_life_us)
+            if dw >= cfg.live_link_min:
+                links.append(
+                    LiveLink(id=inc.other.id, kind=e.kind,
+                             direction="out" if e.src == node.id else "in",
+                             weight=e.weight, decayed_weight=dw, reinforced_at=e.reinforced_at)
+                )
+        links.sort(key=lambda x: (-x.decayed_weight, x.id))
+        matched = matched_terms(terms, node.text)
+        summary = _summary(matched, parts, links, node.tier, last, now_us)
+        why = Why(
+            matched_terms=matched,
+            text_score=text_score,
+            text_norm=t_norm,
+            activation=parts.total,
+            activation_norm=a_norm,
+            edges_part=parts.edges,
+            read_part=parts.read,
+            spread_part=parts.spread,
+            live_links=links[:10],
+            last_reinforced_at=last,
+            tier=node.tier,
+            summary=summary,
+        )
+        return RecallHit(node=node, score=score, why=why)
+
+    def activation(self, id: str) -> float:
+        """A memory's activation right now (no reinforcement)."""
+        node = self.get(id)
+        return self._activation(node.key, self._now_us())
+
+    def top(self, k: int = 10, *, depth: int = 3, kinds: Sequence[str] = ()) -> list[Node]:
+        """The ``k`` most active memories up to tier ``depth`` (read from the stored key index)."""
+        validate_k(k)
+        return self._s.store.top_by_key(self._ns, Tier(min(max(depth, 1), 3)), k, kinds)
+
+    def neighbors(self, id: str, *, limit: int = 50) -> list[Neighbor]:
+        """Memories linked to ``id``, strongest decayed link first (without reinforcing)."""
+        validate_k(limit, "limit")
+        with self._tx():
+            self._require([id])
+            now_us = self._now_us()
+            h = self._s.config.half_life_us
+            out = [
+                Neighbor(
+                    node=inc.other,
+                    edge=inc.edge,
+                    decayed_weight=inc.edge.weight
+                    * scoring.decay(now_us - to_us(inc.edge.reinforced_at), h),
+                )
+                for inc in self._s.store.incident(self._ns, [id])
+            ]
+        out.sort(key=lambda n: (-n.decayed_weight, n.node.id, n.edge.kind))
+        return out[:limit]
+
+    def review_queue(self, limit: int = 100) -> list[ReviewItem]:
+        """Memories waiting for a human: approve their deletion or restore them."""
+        validate_k(limit, "limit", MAX_K * 100)
+        now_us = self._now_us()
+        return [self._review_item(n, now_us) for n in self._s.store.review_queue(self._ns, limit)]
+
+    def _review_item(self, n: Node, now_us: int) -> ReviewItem:
+        return ReviewItem(
+            id=n.id, namespace=n.namespace, kind=n.kind, text=n.text,
+            reason=n.review_reason or "", queued_at=n.queued_at,
+            activation=self._activation(n.key, now_us), pinned=n.pinned,
+        )
+
+    def audit_log(
+        self,
+        limit: int = 100,
+        *,
+        node_id: str | None = None,
+        action: str | None = None,
+        after_seq: int = 0,
+    ) -> list[AuditEntry]:
+        """Recorded state changes, oldest first (the newest ``limit`` of them)."""
+        validate_k(limit, "limit", MAX_K * 100)
+        return self._s.store.audit_log(self._ns, limit, node_id, action, after_seq)
+
+    def stats(self) -> Stats:
+        """Counts for this namespace."""
+        c = self._s.store.counts(self._ns)
+        return Stats(
+            namespace=self._ns,
+            backend=self._s.store.backend,
+            location=self._s.store.location,
+            nodes=c.nodes,
+            edges=c.edges,
+            by_tier={Tier(t).label: c.by_tier.get(int(t), 0) for t in Tier},
+            pinned=c.pinned,
+            review_queue=c.by_tier.get(4, 0),
+            audit_entries=c.audit_entries,
+            half_life_days=self._s.config.half_life_days,
+            max_activation=self._activation(self._max_key(), self._now_us()),
+        )
+
+    # -- maintenance -----------------------------------------------------------------------------
+    def maintain(self, *, spreading: str = "default") -> MaintainReport:
+        """Re-score every memory exactly, then re-tier: archive what decayed, queue what froze.
+
+        Nodes below the cold cut-off move to frozen and into the review queue (nothing is
+        deleted). Every move is audited. ``spreading`` other than ``"default"`` asks the backend
+        for another spreading pass (e.g. ``"pagerank"`` on Neo4j with GDS).
+        """
+        if spreading != "default":
+            raise InvalidInput(
+                f"spreading {spreading!r} is not available on the {self._s.store.backend} "
+                "backend; use 'default'",
+                field="spreading",
+            )
+        cfg = self._s.config
+        with self._tx():
+            now_us = self._now_us()
+            rebased = self._maybe_rebase(now_us)
+            scanned = self._recompute(self._ns)
+            mx = self._max_key()
+            moves = self._s.store.tier_moves(
+                self._ns, mx, cfg.hot_ratio, cfg.warm_ratio, cfg.cold_ratio
+            )
+            now = from_us(now_us)
+            changes: dict[str, dict[str, Any]] = {}
+            audits: list[dict[str, Any]] = []
+            moved: dict[str, int] = {}
+            queued = []
+            for m in moves:
+                fields: dict[str, Any] = {"tier": m.to_tier}
+                reason = f"activation ratio {m.ratio:.4f}"
+                if m.to_tier == Tier.FROZEN:
+                    fields["review_reason"] = (
+                        f"decayed: activation is {m.ratio:.2%} of the most active memory, "
+                        f"below the {cfg.cold_ratio:.0%} cut-off"
+                    )
+                    fields["queued_at"] = now
+                    queued.append(m.node_id)
+                changes[m.node_id] = fields
+                key = f"{m.from_tier.label}->{m.to_tier.label}"
+                moved[key] = moved.get(key, 0) + 1
+                action = "demote" if m.to_tier > m.from_tier else "promote"
+                if m.to_tier == Tier.FROZEN:
+                    action = "freeze"
+                audits.append({"action": action, "node_id": m.node_id, "from_tier": m.from_tier,
+                               "to_tier": m.to_tier, "actor": "maintain", "reason": reason})
+            if changes:
+                self._s.store.update_nodes(self._ns, changes)
+                self._audit(audits)
+            if queued:
+                self._s.store.set_meta(f"max_key:{self._ns}", repr(self._s.store.max_key(self._ns)))
+            return MaintainReport(
+                namespace=self._ns,
+                scanned=scanned,
+                moved=moved,
+                newly_queued=queued,
+                max_activation=self._activation(self._max_key(), now_us),
+                rebased=rebased,
+                spreading=spreading,
+            )
+
+    # -- export / import -------------------------------------------------------------------------
+    def export(
+        self, dest: str | os.PathLike[str] | IO[str], *, all_namespaces: bool = False
+    ) -> int:
+        """Write this namespace (or every namespace) as JSON Lines. Returns the records written.
+
+        Lossless: ids, text, props, timestamps, weights, tiers, pins, the review queue and the
+        audit log. Keys are derived state and are recomputed on import.
+        """
+        if isinstance(dest, (str, os.PathLike)):
+            with open(dest, "w", encoding="utf-8") as fh:
+                return self.export(fh, all_namespaces=all_namespaces)
+        store = self._s.store
+        namespaces = store.namespaces() if all_namespaces else [self._ns]
+        header = {"type": EXPORT_FORMAT, "version": EXPORT_VERSION, "namespaces": namespaces}
+        dest.write(json.dumps(header) + "\n")
+        n = 1
+        for ns in namespaces:
+            for batch in store.scan_nodes(ns):
+                for node in batch:
+                    dest.write(json.dumps({"type": "node", **_node_record(node)}) + "\n")
+                    n += 1
+            for ebatch in store.scan_edges(ns):
+                for edge in ebatch:
+                    dest.write(json.dumps({"type": "edge", **edge.model_dump(mode="json")}) + "\n")
+                    n += 1
+            after = 0
+            while True:
+                entries = store.audit_log(ns, 5000, after_seq=after)
+                if not entries:
+                    break
+                for a in entries:
+                    dest.write(json.dumps({"type": "audit", **a.model_dump(mode="json")}) + "\n")
+                    n += 1
+                after = entries[-1].seq
+        return n
+
+    def import_(
+        self,
+        src: str | os.PathLike[str] | IO[str],
+        *,
+        namespace: str | None = None,
+        progress: Progress | None = None,
+        batch: int = 20_000,
+    ) -> dict[str, int]:
+        """Load an export. Memories keep their namespaces unless ``namespace`` puts them all in one.
+
+        Refuses (changing nothing) if a memory id already exists or the file is malformed.
+        Returns counts of nodes, edges and audit entries loaded.
+        """
+        if isinstance(src, (str, os.PathLike)):
+            path = Path(src)
+            if not path.is_file():
+                raise InvalidInput(f"no such file to import: {path}", field="src")
+            with open(path, encoding="utf-8") as fh:
+                return self.import_(fh, namespace=namespace, progress=progress, batch=batch)
+        target = validate_namespace(namespace) if namespace else None
+        nodes: list[Node] = []
+        edges: list[Edge] = []
+        audits: list[AuditEntry] = []
+        for lineno, line in enumerate(src, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                kind = rec.pop("type")
+                if lineno == 1 and kind == EXPORT_FORMAT:
+                    if rec.get("version") != EXPORT_VERSION:
+                        raise ValueError(f"unsupported export version {rec.get('version')!r}")
+                    continue
+                if target:
+                    rec["namespace"] = target
+                if kind == "node":
+                    nodes.append(Node(**rec))
+                elif kind == "edge":
+                    edges.append(Edge(**rec))
+                elif kind == "audit":
+                    audits.append(AuditEntry(**rec))
+                else:
+                    raise ValueError(f"unknown record type {kind!r}")
+            except Exception as exc:  # noqa: BLE001 - any malformed line is reported the same way
+                raise InvalidInput(f"line {lineno} of the import is not valid: {exc}",
+                                   field="src") from None
+        for node in nodes:
+            validate_namespace(node.namespace)
+            validate_id(node.id)
+        with self._tx():
+            by_ns: dict[str, list[Node]] = {}
+            for node in nodes:
+                by_ns.setdefault(node.namespace, []).append(node)
+            known: dict[str, set[str]] = {}
+            for ns, group in by_ns.items():
+                ids = [x.id for x in group]
+                if len(set(ids)) != len(ids):
+                    raise InvalidInput(f"the import repeats a memory id in namespace {ns!r}",
+                                       field="src")
+                clash = self._s.store.existing_ids(ns, ids)
+                if clash:
+                    raise InvalidInput(
+                        f"memory {sorted(clash)[0]!r} already exists in namespace {ns!r} "
+                        f"({len(clash)} clash in all): import into an empty namespace "
+                        "(--namespace) or a new store",
+                        field="src",
+                    )
+                known[ns] = set(ids)
+            for e in edges:
+                ends = known.get(e.namespace, set())
+                missing = [x for x in (e.src, e.dst) if x not in ends]
+                if missing and self._s.store.existing_ids(e.namespace, missing) != set(missing):
+                    raise InvalidInput(
+                        f"edge {e.src!r} -> {e.dst!r} points at a memory that is neither in the "
+                        "import nor in the store",
+                        field="src",
+                    )
+            total = len(nodes) + len(edges)
+            done = 0
+            for i in range(0, max(len(nodes), 1), batch):
+                chunk = nodes[i : i + batch]
+                if chunk:
+                    self._s.store.bulk_insert(chunk, [])
+                    done += len(chunk)
+                    if progress:
+                        progress(done, total)
+            for i in range(0, len(edges), batch * 5):
+                chunk_e = edges[i : i + batch * 5]
+                self._s.store.bulk_insert([], chunk_e)
+                done += len(chunk_e)
+                if progress:
+                    progress(done, total)
+            by_audit_ns: dict[str, list[AuditEntry]] = {}
+            for a in audits:
+                by_audit_ns.setdefault(a.namespace, []).append(a)
+            for ns, group in by_audit_ns.items():
+                offset = self._s.store.last_audit_seq(ns)
+                group.sort(key=lambda a: a.seq)
+                self._s.store.append_audit(
+                    [a.model_copy(update={"seq": a.seq + offset}) for a in group]
+                )
+            for ns in set(by_ns) | {e.namespace for e in edges}:
+                self._recompute(ns)
+        return {"nodes": len(nodes), "edges": len(edges), "audit": len(audits)}
+
+    import_jsonl = import_
+
+
+# -- validation --------------------------------------------------------------------------------
+def validate_namespace(namespace: str) -> str:
+    if not isinstance(namespace, str) or not namespace.strip():
+        raise InvalidInput("namespace must be a non-empty string", field="namespace")
+    if len(namespace) > MAX_NAMESPACE_LEN or has_control_chars(namespace):
+        raise InvalidInput(
+            f"namespace must be at most {MAX_NAMESPACE_LEN} characters without control characters",
+            field="namespace",
+        )
+    return namespace
+
+
+def validate_id(id: str) -> str:
+    if not isinstance(id, str) or not id.strip():
+        raise InvalidInput("a memory id must be a non-empty string like 'kind:slug'", field="id")
+    if len(id) > MAX_ID_LEN or has_control_chars(id):
+        raise InvalidInput(
+            f"memory id {id[:40]!r}... must be at most {MAX_ID_LEN} characters without control "
+            "characters",
+            field="id",
+        )
+    return id
+
+
+def validate_text(text: str) -> str:
+    if not isinstance(text, str):
+        raise InvalidInput(f"text must be a string, got {type(text).__name__}", field="text")
+    if not text.strip():
+        raise InvalidInput("text is empty: a memory needs some text", field="text")
+    if len(text) > MAX_TEXT_LEN:
+        raise InvalidInput(
+            f"text is {len(text):,} characters; the limit is {MAX_TEXT_LEN:,}: split it into "
+            "several memories and connect them",
+            field="text",
+        )
+    if "\x00" in text:
+        raise InvalidInput("text contains a NUL character", field="text")
+    return text
+
+
+def validate_kind(kind: str, field: str = "kind") -> str:
+    if not isinstance(kind, str) or not is_valid_kind(kind):
+        raise InvalidInput(
+            f"{field} {kind!r} must be lowercase letters, digits, '-' or '_', starting with a "
+            "letter, at most 40 characters (e.g. 'note', 'decision')",
+            field=field,
+        )
+    return kind
+
+
+def validate_weight(weight: float) -> float:
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not (
+        math.isfinite(weight) and 0 < weight <= 1000
+    ):
+        raise InvalidInput(f"weight must be a number in (0, 1000], got {weight!r}", field="weight")
+    return float(weight)
+
+
+def validate_k(k: int, field: str = "k", upper: int = MAX_K) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= upper:
+        raise InvalidInput(f"{field} must be an integer from 1 to {upper}, got {k!r}", field=field)
+    return k
+
+
+def validate_reason(reason: str) -> str:
+    if not isinstance(reason, str):
+        raise InvalidInput("reason must be a string", field="reason")
+    if len(reason) > 2000:
+        raise InvalidInput("reason is longer than 2,000 characters", field="reason")
+    return reason
+
+
+def validate_props(props: Mapping[str, Any] | None) -> dict[str, Any]:
+    if props is None:
+        return {}
+    if not isinstance(props, Mapping):
+        raise InvalidInput("props must be a mapping of JSON values", field="props")
+    try:
+        encoded = json.dumps(dict(props), sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"props must be JSON-serialisable: {exc}", field="props") from None
+    if len(encoded) > MAX_TEXT_LEN:
+        raise InvalidInput("props are larger than 100,000 characters as JSON", field="props")
+    result: dict[str, Any] = json.loads(encoded)
+    return result
+
+
+def _opt_us(when: datetime | None) -> int | None:
+    return None if when is None else to_us(when)
+
+
+def _node_record(node: Node) -> dict[str, Any]:
+    """A node as exported: everything but the derived scoring keys."""
+    return node.model_dump(mode="json", exclude={"base_key", "key"})
+
+
+def _summary(
+    matched: list[str],
+    parts: scoring.ActivationParts,
+    links: list[LiveLink],
+    tier: Tier,
+    last: datetime | None,
+    now_us: int,
+) -> str:
+    bits = []
+    bits.append("matched " + ", ".join(repr(t) for t in matched) if matched else "no text match")
+    bits.append(
+        f"activation {parts.total:.3f} (links {parts.edges:.3f}, read {parts.read:.3f}, "
+        f"neighbours {parts.spread:.3f})"
+    )
+    if links:
+        shown = ", ".join(link.id for link in links[:3])
+        bits.append(f"{len(links)} live link{'s' if len(links) != 1 else ''} ({shown})")
+    if last is not None:
+        days = max(now_us - to_us(last), 0) / scoring.US_PER_DAY
+        bits.append(f"last reinforced {_ago(days)}")
+    bits.append(f"tier {tier.label}")
+    return "; ".join(b for b in bits if b)
+
+
+def _ago(days: float) -> str:
+    if days < 1 / 24:
+        return "just now"
+    if days < 1:
+        return f"{days * 24:.0f}h ago"
+    return f"{days:.0f}d ago"

@@ -1,0 +1,642 @@
+"""``KuzuStore``: the embedded backend (default). One database file on disk, no server."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from . import _kuzu
+from .clock import from_us, to_us
+from .errors import BackendUnavailable, InvalidInput, StoreLocked
+from .model import AuditEntry, Edge, Node, Tier
+from .store import UPDATABLE_FIELDS, Counts, GraphStore, Incident, TierMove
+
+SCHEMA_VERSION = "1"
+SEP = "\x1f"  # joins namespace and id into the primary key; control chars are refused in both
+FTS_INDEX = "memory_text"
+
+_NODE_COLS = (
+    "id, ns, kind, text, props, created_us, updated_us, last_read_us, pinned, tier, "
+    "review_reason, queued_us, base_key, key"
+)
+
+
+def _node_ret(var: str) -> str:
+    return ", ".join(f"{var}.{c.strip()}" for c in _NODE_COLS.split(","))
+
+
+_SCHEMA = [
+    "CREATE NODE TABLE IF NOT EXISTS Memory(uid STRING PRIMARY KEY, id STRING, ns STRING, "
+    "kind STRING, text STRING, props STRING, created_us INT64, updated_us INT64, "
+    "last_read_us INT64, pinned BOOLEAN, tier INT64, review_reason STRING, queued_us INT64, "
+    "base_key DOUBLE, key DOUBLE)",
+    "CREATE REL TABLE IF NOT EXISTS Link(FROM Memory TO Memory, kind STRING, weight DOUBLE, "
+    "created_us INT64, reinforced_us INT64, props STRING)",
+    "CREATE NODE TABLE IF NOT EXISTS Audit(uid STRING PRIMARY KEY, ns STRING, seq INT64, "
+    "at_us INT64, action STRING, node_id STRING, from_tier INT64, to_tier INT64, actor STRING, "
+    "reason STRING, payload STRING)",
+    "CREATE NODE TABLE IF NOT EXISTS Meta(key STRING PRIMARY KEY, value STRING)",
+]
+
+
+def uid(namespace: str, id: str) -> str:
+    return f"{namespace}{SEP}{id}"
+
+
+def _us(value: datetime | None) -> int | None:
+    return None if value is None else to_us(value)
+
+
+def _dt(value: int | None) -> datetime | None:
+    return None if value is None else from_us(int(value))
+
+
+def _row_to_node(r: Sequence[Any]) -> Node:
+    return Node(
+        id=r[0],
+        namespace=r[1],
+        kind=r[2],
+        text=r[3],
+        props=json.loads(r[4]) if r[4] else {},
+        created_at=from_us(r[5]),
+        updated_at=from_us(r[6]),
+        last_read_at=_dt(r[7]),
+        pinned=bool(r[8]),
+        tier=Tier(int(r[9])),
+        review_reason=r[10],
+        queued_at=_dt(r[11]),
+        base_key=float(r[12] or 0.0),
+        key=float(r[13] or 0.0),
+    )
+
+
+def _node_params(n: Node) -> dict[str, Any]:
+    return {
+        "uid": uid(n.namespace, n.id),
+        "id": n.id,
+        "ns": n.namespace,
+        "kind": n.kind,
+        "text": n.text,
+        "props": json.dumps(n.props, sort_keys=True),
+        "created_us": to_us(n.created_at),
+        "updated_us": to_us(n.updated_at),
+        "last_read_us": _us(n.last_read_at),
+        "pinned": n.pinned,
+        "tier": int(n.tier),
+        "review_reason": n.review_reason,
+        "queued_us": _us(n.queued_at),
+        "base_key": n.base_key,
+        "key": n.key,
+    }
+
+
+def _edge_from(ns: str, src: str, dst: str, r: Sequence[Any]) -> Edge:
+    return Edge(
+        namespace=ns,
+        src=src,
+        dst=dst,
+        kind=r[0],
+        weight=float(r[1]),
+        created_at=from_us(r[2]),
+        reinforced_at=from_us(r[3]),
+        props=json.loads(r[4]) if r[4] else {},
+    )
+
+
+_EDGE_RET = "e.kind, e.weight, e.created_us, e.reinforced_us, e.props"
+
+
+def _field_value(field: str, value: Any) -> tuple[str, Any]:
+    """Map a model field to its column and stored value."""
+    if field in ("updated_at", "last_read_at", "queued_at"):
+        col = {"updated_at": "updated_us", "last_read_at": "last_read_us", "queued_at": "queued_us"}
+        return col[field], _us(value)
+    if field == "props":
+        return "props", json.dumps(value, sort_keys=True)
+    if field == "tier":
+        return "tier", int(value)
+    return field, value
+
+
+class KuzuStore(GraphStore):
+    """Embedded Kùzu backend: a single database file (plus its ``.wal``) at ``path``.
+
+    A second process cannot open a file this process holds open: it gets :class:`StoreLocked`.
+    """
+
+    backend = "kuzu"
+
+    def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False) -> None:
+        kuzu = _kuzu.load()
+        self._path = str(Path(path).expanduser().absolute())
+        parent = Path(self._path).parent
+        if not parent.exists():
+            raise InvalidInput(
+                f"cannot create the store at {self._path}: folder {parent} does not exist",
+                field="path",
+            )
+        if Path(self._path).is_dir():
+            raise InvalidInput(
+                f"{self._path} is a folder; a Kùzu store is a single file: choose a file path",
+                field="path",
+            )
+        try:
+            self._db = kuzu.Database(self._path, read_only=read_only)
+        except RuntimeError as exc:
+            msg = str(exc)
+            if "lock" in msg.lower():
+                raise StoreLocked(
+                    f"the store {self._path} is open for writing in another process "
+                    "(an `ebb mcp` server or another program?): stop that process, "
+                    "or go through it, then try again",
+                    path=self._path,
+                ) from None
+            raise BackendUnavailable(f"cannot open the Kùzu store {self._path}: {msg}") from None
+        self._conn = kuzu.Connection(self._db)
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._read_only = read_only
+        self._prepared: dict[str, Any] = {}
+        self._closed = False
+        for ext in ("fts",):
+            self._conn.execute(f"LOAD EXTENSION {ext}")
+        if not read_only:
+            self._ensure_schema()
+
+    # -- plumbing ------------------------------------------------------------------------------
+    @property
+    def location(self) -> str:
+        return self._path
+
+    def _q(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
+        stmt = self._prepared.get(query)
+        if stmt is None:
+            stmt = self._conn.prepare(query)
+            self._prepared[query] = stmt
+        result = self._conn.execute(stmt, dict(params or {}))
+        assert not isinstance(result, list)
+        rows: list[list[Any]] = []
+        while result.has_next():
+            rows.append(result.get_next())  # type: ignore[arg-type]
+        return rows
+
+    def _exec(self, query: str) -> None:
+        self._conn.execute(query)
+
+    def _ensure_schema(self) -> None:
+        with self._lock:
+            existing = {r[0] for r in self._rows("CALL show_tables() RETURN name")}
+            for ddl in _SCHEMA:
+                self._exec(ddl)
+            if "Memory" not in existing:
+                self._exec(
+                    f"CALL CREATE_FTS_INDEX('Memory', '{FTS_INDEX}', ['text'], stemmer := 'porter')"
+                )
+                self.set_meta("schema_version", SCHEMA_VERSION)
+            version = self.get_meta("schema_version")
+            if version != SCHEMA_VERSION:
+                raise BackendUnavailable(
+                    f"the store {self._path} has schema version {version!r}; this Ebb expects "
+                    f"{SCHEMA_VERSION}: export it with the Ebb that wrote it and import it here"
+                )
+
+    def _rows(self, query: str) -> list[list[Any]]:
+        result = self._conn.execute(query)
+        assert not isinstance(result, list)
+        return _all(result)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            self._exec("BEGIN TRANSACTION")
+            self._depth = 1
+            try:
+                yield
+            except BaseException:
+                self._depth = 0
+                self._rollback()
+                raise
+            self._depth = 0
+            self._exec("COMMIT")
+
+    def _rollback(self) -> None:
+        try:
+            self._exec("ROLLBACK")
+        except RuntimeError as exc:
+            # A failed statement already aborted the transaction inside Kùzu.
+            if "no active transaction" not in str(exc).lower():
+                raise
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._prepared.clear()
+            self._conn.close()
+            self._db.close()
+
+    # -- metadata ------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        rows = self._q("MATCH (m:Meta {key: $k}) RETURN m.value", {"k": key})
+        return rows[0][0] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._q("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
+
+    # -- nodes ---------------------------------------------------------------------------------
+    def get_nodes(self, namespace: str, ids: Sequence[str]) -> dict[str, Node]:
+        out: dict[str, Node] = {}
+        with self._lock:
+            for i in dict.fromkeys(ids):
+                rows = self._q(
+                    f"MATCH (n:Memory {{uid: $uid}}) RETURN {_node_ret('n')}",
+                    {"uid": uid(namespace, i)},
+                )
+                if rows:
+                    out[i] = _row_to_node(rows[0])
+        return out
+
+    def existing_ids(self, namespace: str, ids: Sequence[str]) -> set[str]:
+        wanted = set(ids)
+        if len(wanted) <= 64:
+            return set(self.get_nodes(namespace, list(wanted)))
+        rows = self._q("MATCH (n:Memory) WHERE n.ns = $ns RETURN n.id", {"ns": namespace})
+        return wanted & {r[0] for r in rows}
+
+    def upsert_nodes(self, nodes: Sequence[Node]) -> None:
+        sets = ", ".join(f"n.{c} = ${c}" for c in _node_params_keys() if c != "uid")
+        with self.transaction():
+            for n in nodes:
+                self._q(f"MERGE (n:Memory {{uid: $uid}}) SET {sets}", _node_params(n))
+
+    def update_nodes(self, namespace: str, changes: Mapping[str, Mapping[str, Any]]) -> None:
+        with self.transaction():
+            for node_id, fields in changes.items():
+                bad = set(fields) - UPDATABLE_FIELDS
+                if bad:
+                    raise InvalidInput(f"cannot update node fields {sorted(bad)}", field="fields")
+                params: dict[str, Any] = {"uid": uid(namespace, node_id)}
+                sets = []
+                for f in sorted(fields):
+                    col, value = _field_value(f, fields[f])
+                    params[col] = value
+                    sets.append(f"n.{col} = ${col}")
+                if sets:
+                    self._q(f"MATCH (n:Memory {{uid: $uid}}) SET {', '.join(sets)}", params)
+
+    def add_to_keys(self, namespace: str, deltas: Mapping[str, float]) -> None:
+        with self.transaction():
+            for node_id, d in deltas.items():
+                self._q(
+                    "MATCH (n:Memory {uid: $uid}) SET n.key = n.key + $d",
+                    {"uid": uid(namespace, node_id), "d": float(d)},
+                )
+
+    def delete_nodes(self, namespace: str, ids: Sequence[str]) -> None:
+        with self.transaction():
+            for i in ids:
+                self._q("MATCH (n:Memory {uid: $uid}) DETACH DELETE n", {"uid": uid(namespace, i)})
+
+    def bulk_insert(self, nodes: Sequence[Node], edges: Sequence[Edge]) -> None:
+        import pyarrow as pa
+
+        with self.transaction():
+            if nodes:
+                cols = _node_params_keys()
+                data = [_node_params(n) for n in nodes]
+                table = pa.table(
+                    {c: pa.array([d[c] for d in data], type=_ARROW_TYPES[c]) for c in cols}
+                )
+                self._conn.execute("COPY Memory FROM $t", {"t": table})
+            if edges:
+                table = pa.table(
+                    {
+                        "from": pa.array([uid(e.namespace, e.src) for e in edges], pa.string()),
+                        "to": pa.array([uid(e.namespace, e.dst) for e in edges], pa.string()),
+                        "kind": pa.array([e.kind for e in edges], pa.string()),
+                        "weight": pa.array([e.weight for e in edges], pa.float64()),
+                        "created_us": pa.array([to_us(e.created_at) for e in edges], pa.int64()),
+                        "reinforced_us": pa.array(
+                            [to_us(e.reinforced_at) for e in edges], pa.int64()
+                        ),
+                        "props": pa.array(
+                            [json.dumps(e.props, sort_keys=True) for e in edges], pa.string()
+                        ),
+                    }
+                )
+                self._conn.execute("COPY Link FROM $t", {"t": table})
+
+    # -- edges ---------------------------------------------------------------------------------
+    def upsert_edges(self, edges: Sequence[Edge]) -> None:
+        with self.transaction():
+            for e in edges:
+                params = {
+                    "a": uid(e.namespace, e.src),
+                    "b": uid(e.namespace, e.dst),
+                    "kind": e.kind,
+                    "w": e.weight,
+                    "c": to_us(e.created_at),
+                    "r": to_us(e.reinforced_at),
+                    "p": json.dumps(e.props, sort_keys=True),
+                }
+                found = self._q(
+                    "MATCH (a:Memory {uid: $a})-[e:Link]->(b:Memory {uid: $b}) "
+                    "WHERE e.kind = $kind SET e.weight = $w, e.created_us = $c, "
+                    "e.reinforced_us = $r, e.props = $p RETURN count(e)",
+                    params,
+                )
+                if not found or not found[0][0]:
+                    self._q(
+                        "MATCH (a:Memory {uid: $a}), (b:Memory {uid: $b}) "
+                        "CREATE (a)-[:Link {kind: $kind, weight: $w, created_us: $c, "
+                        "reinforced_us: $r, props: $p}]->(b)",
+                        params,
+                    )
+
+    def incident(self, namespace: str, ids: Sequence[str]) -> list[Incident]:
+        out: list[Incident] = []
+        with self._lock:
+            for i in dict.fromkeys(ids):
+                u = uid(namespace, i)
+                for r in self._q(
+                    f"MATCH (a:Memory {{uid: $u}})-[e:Link]->(b:Memory) "
+                    f"RETURN {_EDGE_RET}, {_node_ret('b')}",
+                    {"u": u},
+                ):
+                    other = _row_to_node(r[5:])
+                    out.append(Incident(i, _edge_from(namespace, i, other.id, r), other))
+                for r in self._q(
+                    f"MATCH (a:Memory {{uid: $u}})<-[e:Link]-(b:Memory) "
+                    f"RETURN {_EDGE_RET}, {_node_ret('b')}",
+                    {"u": u},
+                ):
+                    other = _row_to_node(r[5:])
+                    out.append(Incident(i, _edge_from(namespace, other.id, i, r), other))
+        return out
+
+    # -- finding -------------------------------------------------------------------------------
+    def text_candidates(
+        self, namespace: str, query: str, max_tier: Tier, pool: int, kinds: Sequence[str] = ()
+    ) -> list[tuple[Node, float]]:
+        rows = self._q(
+            f"CALL QUERY_FTS_INDEX('Memory', '{FTS_INDEX}', $q, TOP := $pool) "
+            f"WITH node AS n, score WHERE n.ns = $ns AND n.tier <= $mt {_kinds_filter(kinds)}"
+            f"RETURN {_node_ret('n')}, score ORDER BY score DESC, n.id",
+            {"q": query, "pool": int(pool), "ns": namespace, "mt": int(max_tier),
+             **_kinds_param(kinds)},
+        )
+        return [(_row_to_node(r), float(r[14])) for r in rows]
+
+    def top_by_key(
+        self, namespace: str, max_tier: Tier, limit: int, kinds: Sequence[str] = ()
+    ) -> list[Node]:
+        rows = self._q(
+            f"MATCH (n:Memory) WHERE n.ns = $ns AND n.tier <= $mt {_kinds_filter(kinds)}"
+            f"RETURN {_node_ret('n')} ORDER BY n.key DESC, n.id LIMIT $lim",
+            {"ns": namespace, "mt": int(max_tier), "lim": int(limit), **_kinds_param(kinds)},
+        )
+        return [_row_to_node(r) for r in rows]
+
+    def review_queue(self, namespace: str, limit: int) -> list[Node]:
+        rows = self._q(
+            "MATCH (n:Memory) WHERE n.ns = $ns AND n.tier = 4 "
+            f"RETURN {_node_ret('n')} ORDER BY n.queued_us, n.id LIMIT $lim",
+            {"ns": namespace, "lim": int(limit)},
+        )
+        return [_row_to_node(r) for r in rows]
+
+    def scan_nodes(self, namespace: str, batch: int = 5000) -> Iterator[list[Node]]:
+        after = ""
+        while True:
+            rows = self._q(
+                "MATCH (n:Memory) WHERE n.ns = $ns AND n.id > $after "
+                f"RETURN {_node_ret('n')} ORDER BY n.id LIMIT $lim",
+                {"ns": namespace, "after": after, "lim": batch},
+            )
+            if not rows:
+                return
+            yield [_row_to_node(r) for r in rows]
+            after = rows[-1][0]
+
+    def scan_edges(self, namespace: str, batch: int = 5000) -> Iterator[list[Edge]]:
+        skip = 0
+        while True:
+            rows = self._q(
+                "MATCH (a:Memory)-[e:Link]->(b:Memory) WHERE a.ns = $ns "
+                f"RETURN a.id, b.id, {_EDGE_RET} ORDER BY a.id, b.id, e.kind "
+                "SKIP $skip LIMIT $lim",
+                {"ns": namespace, "skip": skip, "lim": batch},
+            )
+            if not rows:
+                return
+            yield [_edge_from(namespace, r[0], r[1], r[2:]) for r in rows]
+            skip += len(rows)
+
+    def namespaces(self) -> list[str]:
+        rows = self._q("MATCH (n:Memory) RETURN DISTINCT n.ns")
+        rows += self._q("MATCH (a:Audit) RETURN DISTINCT a.ns")
+        return sorted({r[0] for r in rows})
+
+    def counts(self, namespace: str) -> Counts:
+        by_tier = {
+            int(t): int(c)
+            for t, c in self._q(
+                "MATCH (n:Memory) WHERE n.ns = $ns RETURN n.tier, count(*)", {"ns": namespace}
+            )
+        }
+        pinned = self._q(
+            "MATCH (n:Memory) WHERE n.ns = $ns AND n.pinned RETURN count(*)", {"ns": namespace}
+        )[0][0]
+        edges = self._q(
+            "MATCH (a:Memory)-[e:Link]->(:Memory) WHERE a.ns = $ns RETURN count(e)",
+            {"ns": namespace},
+        )[0][0]
+        audits = self._q(
+            "MATCH (a:Audit) WHERE a.ns = $ns RETURN count(*)", {"ns": namespace}
+        )[0][0]
+        return Counts(
+            nodes=sum(by_tier.values()),
+            edges=int(edges),
+            by_tier=by_tier,
+            pinned=int(pinned),
+            audit_entries=int(audits),
+        )
+
+    # -- scoring passes ------------------------------------------------------------------------
+    def recompute_keys(
+        self, namespace: str, epoch_us: int, half_life_us: float, read_bonus: float, spread: float
+    ) -> int:
+        p = {"ns": namespace, "E": epoch_us, "h": float(half_life_us)}
+        with self.transaction():
+            self._q(
+                "MATCH (n:Memory) WHERE n.ns = $ns "
+                "OPTIONAL MATCH (n)-[e:Link]-(:Memory) "
+                "WITH n, sum(e.weight * pow(2.0, (e.reinforced_us - $E) / $h)) AS es "
+                "SET n.base_key = coalesce(es, 0.0) + CASE WHEN n.last_read_us IS NULL "
+                "THEN 0.0 ELSE $b * pow(2.0, (n.last_read_us - $E) / $h) END",
+                {**p, "b": float(read_bonus)},
+            )
+            self._q(
+                "MATCH (n:Memory) WHERE n.ns = $ns SET n.key = n.base_key", {"ns": namespace}
+            )
+            if spread:
+                self._q(
+                    "MATCH (n:Memory)-[:Link]-(m:Memory) WHERE n.ns = $ns "
+                    "WITH DISTINCT n, m WITH n, sum(m.base_key) AS nb "
+                    "SET n.key = n.base_key + $s * nb",
+                    {"ns": namespace, "s": float(spread)},
+                )
+            total = self._q("MATCH (n:Memory) WHERE n.ns = $ns RETURN count(*)", {"ns": namespace})
+        return int(total[0][0])
+
+    def scale_keys(self, factor: float) -> None:
+        with self.transaction():
+            self._q(
+                "MATCH (n:Memory) SET n.key = n.key * $f, n.base_key = n.base_key * $f",
+                {"f": float(factor)},
+            )
+
+    def max_key(self, namespace: str) -> float:
+        rows = self._q(
+            "MATCH (n:Memory) WHERE n.ns = $ns AND NOT n.pinned AND n.tier < 4 RETURN max(n.key)",
+            {"ns": namespace},
+        )
+        return float(rows[0][0] or 0.0) if rows else 0.0
+
+    def tier_moves(
+        self,
+        namespace: str,
+        max_key: float,
+        hot_ratio: float,
+        warm_ratio: float,
+        cold_ratio: float,
+    ) -> list[TierMove]:
+        rows = self._q(
+            "MATCH (n:Memory) WHERE n.ns = $ns AND n.tier < 4 "
+            "WITH n, CASE WHEN $mx <= 0.0 THEN 1.0 ELSE n.key / $mx END AS r "
+            "WITH n, r, CASE WHEN n.pinned OR r >= $hot THEN 1 WHEN r >= $warm THEN 2 "
+            "WHEN r >= $cold THEN 3 ELSE 4 END AS t "
+            "WHERE t <> n.tier RETURN n.id, n.tier, t, r ORDER BY n.id",
+            {"ns": namespace, "mx": float(max_key), "hot": float(hot_ratio),
+             "warm": float(warm_ratio), "cold": float(cold_ratio)},
+        )
+        return [TierMove(r[0], Tier(int(r[1])), Tier(int(r[2])), float(r[3])) for r in rows]
+
+    # -- audit log -----------------------------------------------------------------------------
+    def append_audit(self, entries: Sequence[AuditEntry]) -> None:
+        with self.transaction():
+            for a in entries:
+                self._q(
+                    "CREATE (:Audit {uid: $uid, ns: $ns, seq: $seq, at_us: $at, action: $action, "
+                    "node_id: $node, from_tier: $ft, to_tier: $tt, actor: $actor, "
+                    "reason: $reason, payload: $payload})",
+                    {
+                        "uid": uid(a.namespace, f"{a.seq:012d}"),
+                        "ns": a.namespace,
+                        "seq": a.seq,
+                        "at": to_us(a.at),
+                        "action": a.action,
+                        "node": a.node_id,
+                        "ft": None if a.from_tier is None else int(a.from_tier),
+                        "tt": None if a.to_tier is None else int(a.to_tier),
+                        "actor": a.actor,
+                        "reason": a.reason,
+                        "payload": None if a.payload is None else json.dumps(a.payload),
+                    },
+                )
+
+    def audit_log(
+        self,
+        namespace: str,
+        limit: int,
+        node_id: str | None = None,
+        action: str | None = None,
+        after_seq: int = 0,
+    ) -> list[AuditEntry]:
+        rows = self._q(
+            "MATCH (a:Audit) WHERE a.ns = $ns AND a.seq > $after "
+            "AND ($node IS NULL OR a.node_id = $node) AND ($action IS NULL OR a.action = $action) "
+            "RETURN a.seq, a.ns, a.at_us, a.action, a.node_id, a.from_tier, a.to_tier, a.actor, "
+            "a.reason, a.payload ORDER BY a.seq DESC LIMIT $lim",
+            {"ns": namespace, "after": int(after_seq), "node": node_id, "action": action,
+             "lim": int(limit)},
+        )
+        rows.reverse()
+        return [
+            AuditEntry(
+                seq=int(r[0]),
+                namespace=r[1],
+                at=from_us(r[2]),
+                action=r[3],
+                node_id=r[4],
+                from_tier=None if r[5] is None else Tier(int(r[5])),
+                to_tier=None if r[6] is None else Tier(int(r[6])),
+                actor=r[7],
+                reason=r[8] or "",
+                payload=json.loads(r[9]) if r[9] else None,
+            )
+            for r in rows
+        ]
+
+    def last_audit_seq(self, namespace: str) -> int:
+        rows = self._q("MATCH (a:Audit) WHERE a.ns = $ns RETURN max(a.seq)", {"ns": namespace})
+        return int(rows[0][0] or 0) if rows else 0
+
+
+def _kinds_filter(kinds: Sequence[str]) -> str:
+    # An empty list parameter has no element type in Kùzu, so the filter is left out instead.
+    return "AND list_contains($kinds, n.kind) " if kinds else ""
+
+
+def _kinds_param(kinds: Sequence[str]) -> dict[str, Any]:
+    return {"kinds": list(kinds)} if kinds else {}
+
+
+def _all(result: Any) -> list[list[Any]]:
+    rows: list[list[Any]] = []
+    while result.has_next():
+        rows.append(result.get_next())
+    return rows
+
+
+def _node_params_keys() -> list[str]:
+    return list(_ARROW_TYPES)
+
+
+def _arrow_types() -> dict[str, Any]:
+    import pyarrow as pa
+
+    return {
+        "uid": pa.string(),
+        "id": pa.string(),
+        "ns": pa.string(),
+        "kind": pa.string(),
+        "text": pa.string(),
+        "props": pa.string(),
+        "created_us": pa.int64(),
+        "updated_us": pa.int64(),
+        "last_read_us": pa.int64(),
+        "pinned": pa.bool_(),
+        "tier": pa.int64(),
+        "review_reason": pa.string(),
+        "queued_us": pa.int64(),
+        "base_key": pa.float64(),
+        "key": pa.float64(),
+    }
+
+
+_ARROW_TYPES = _arrow_types()

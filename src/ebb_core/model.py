@@ -1,0 +1,199 @@
+"""Ebb's data model: memories (nodes), typed weighted edges, tiers, and what the API returns."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from datetime import datetime
+from enum import IntEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Tier(IntEnum):
+    """Archive tiers. Recall sees hot by default, warm on request, cold only when asked, frozen never."""
+
+    HOT = 1
+    WARM = 2
+    COLD = 3
+    FROZEN = 4
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Node(_Model):
+    """One memory: a note, decision, meeting, person, client, fact, message...
+
+    ``id`` looks like ``kind:slug`` (``decision:outcome-pricing``). ``props`` holds any JSON-able
+    metadata. The scoring fields (``base_key``, ``key``) are maintained by the engine; see
+    :mod:`ebb_core.scoring`.
+    """
+
+    id: str
+    namespace: str
+    kind: str
+    text: str
+    props: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    updated_at: datetime
+    last_read_at: datetime | None = None
+    pinned: bool = False
+    tier: Tier = Tier.HOT
+    review_reason: str | None = None
+    queued_at: datetime | None = None
+    base_key: float = 0.0
+    key: float = 0.0
+
+
+class Edge(_Model):
+    """A typed, weighted, timestamped reference from ``src`` to ``dst`` (unique per kind).
+
+    For relevance an edge counts for both ends; ``reinforced_at`` is the clock that decay reads.
+    """
+
+    namespace: str
+    src: str
+    dst: str
+    kind: str = "related"
+    weight: float = 1.0
+    created_at: datetime
+    reinforced_at: datetime
+    props: dict[str, Any] = Field(default_factory=dict)
+
+    def other(self, node_id: str) -> str:
+        """The end of this edge that is not ``node_id``."""
+        return self.dst if self.src == node_id else self.src
+
+
+class LiveLink(_Model):
+    """An edge of a recalled node, with what it contributes now."""
+
+    id: str
+    kind: str
+    direction: str  # "out" or "in"
+    weight: float
+    decayed_weight: float
+    reinforced_at: datetime
+
+
+class Why(_Model):
+    """Why a memory surfaced in recall: the parts of its score and its live connections."""
+
+    matched_terms: list[str]
+    text_score: float
+    text_norm: float
+    activation: float
+    activation_norm: float
+    edges_part: float
+    read_part: float
+    spread_part: float
+    live_links: list[LiveLink]
+    last_reinforced_at: datetime | None
+    tier: Tier
+    summary: str
+
+
+class RecallHit(_Model):
+    """One recall result: the memory, its blended score and why it surfaced."""
+
+    node: Node
+    score: float
+    why: Why
+
+    @property
+    def id(self) -> str:
+        return self.node.id
+
+
+class Neighbor(_Model):
+    """A neighbour of a memory and the edge that links them."""
+
+    node: Node
+    edge: Edge
+    decayed_weight: float
+
+
+class ReviewItem(_Model):
+    """A memory waiting in the review queue for a human to approve its deletion (or restore it)."""
+
+    id: str
+    namespace: str
+    kind: str
+    text: str
+    reason: str
+    queued_at: datetime | None
+    activation: float
+    pinned: bool
+
+
+class AuditEntry(_Model):
+    """One recorded change of state: tier moves, forget, restore, pin, approved deletions."""
+
+    seq: int
+    namespace: str
+    at: datetime
+    action: str
+    node_id: str
+    from_tier: Tier | None = None
+    to_tier: Tier | None = None
+    actor: str = "ebb"
+    reason: str = ""
+    payload: dict[str, Any] | None = None
+
+
+class Stats(_Model):
+    """Counts for one namespace."""
+
+    namespace: str
+    backend: str
+    location: str
+    nodes: int
+    edges: int
+    by_tier: dict[str, int]
+    pinned: int
+    review_queue: int
+    audit_entries: int
+    half_life_days: float
+    max_activation: float
+
+
+class MaintainReport(_Model):
+    """What one ``maintain`` pass did."""
+
+    namespace: str
+    scanned: int
+    moved: dict[str, int]
+    newly_queued: list[str]
+    max_activation: float
+    rebased: bool
+    spreading: str
+
+
+_SLUG_STRIP = re.compile(r"[^a-z0-9]+")
+_KIND_RE = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+MAX_ID_LEN = 200
+MAX_TEXT_LEN = 200_000
+
+
+def slugify(text: str, max_words: int = 6, max_len: int = 48) -> str:
+    """A short lowercase slug from the first words of ``text`` (``"Seat pricing!"`` → ``seat-pricing``)."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    words = [w for w in _SLUG_STRIP.split(ascii_text.lower()) if w][:max_words]
+    slug = "-".join(words)[:max_len].strip("-")
+    return slug or "memory"
+
+
+def is_valid_kind(kind: str) -> bool:
+    return bool(_KIND_RE.match(kind))
+
+
+def has_control_chars(value: str) -> bool:
+    return bool(_CONTROL.search(value))

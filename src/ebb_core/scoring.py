@@ -1,0 +1,251 @@
+"""The scoring model: pure functions over plain values and one frozen :class:`Config`.
+
+No I/O, no clock reads, no globals. Every function that takes times works on plain ``int``
+microseconds and also on numpy arrays, so a backend can reuse it verbatim in a vectorised
+maintenance pass.
+
+The model
+---------
+``decay(age) = 2^(-age / half_life)``.
+
+The *base* of a node at time T sums what touches it directly::
+
+    base(n, T) = Σ_{edges e of n} w_e · decay(T − t_e) + read_bonus · decay(T − t_read(n))
+
+Its *activation* adds one damped hop of the same from its distinct neighbours::
+
+    A(n, T) = base(n, T) + spread · Σ_{m ∈ N(n)} base(m, T)
+
+Because every term decays with the same exponential, ``A(n, T) = 2^(−(T−E)/h) · K(n)`` for any
+reference time E (the *epoch*), where the *key* ``K(n)`` is the same sum with each term written
+as ``w · 2^((t − E)/h)``. ``K`` changes only when something happens to n or a neighbour, so
+ranking and tier ratios need no rescoring as time passes: stores keep ``K`` (and the base part
+``B``) on every node and recall orders by it. The epoch moves forward (``rebase``) before the
+exponents get large, so keys never overflow.
+
+Tiers are cut on ``K(n) / K(most active non-pinned, non-frozen node)`` which equals the ratio of
+activations at any time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from .errors import InvalidInput
+from .model import Tier
+
+US_PER_DAY = 86_400 * 1_000_000
+
+Num = TypeVar("Num", float, Any)  # float, or a numpy array for vectorised passes
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every tunable of the model, in one place.
+
+    Attributes:
+        half_life_days: time for an unreinforced edge (or read) to count half as much.
+        read_bonus: weight of the "read recently" term; a new memory counts as just read.
+        spread: damping ``δ`` of the one hop of spreading activation from neighbours.
+        hot_ratio / warm_ratio / cold_ratio: tier cuts on activation normalised against the most
+            active non-pinned node: ``≥ hot_ratio`` is hot (1), ``≥ warm_ratio`` warm (2),
+            ``≥ cold_ratio`` cold (3), below that frozen (4: queued for human review).
+        text_weight / activation_weight: recall blend of normalised text match and normalised
+            activation.
+        candidate_pool: how many full-text candidates recall considers before blending.
+        live_link_min: an edge whose decayed weight is at least this is reported as "live".
+        rebase_after_half_lives: move the epoch forward once "now" is this many half-lives past it.
+
+    >>> Config(half_life_days=7).half_life_us == 7 * 86_400 * 1_000_000
+    True
+    """
+
+    half_life_days: float = 30.0
+    read_bonus: float = 1.0
+    spread: float = 0.15
+    hot_ratio: float = 0.25
+    warm_ratio: float = 0.08
+    cold_ratio: float = 0.02
+    text_weight: float = 0.6
+    activation_weight: float = 0.4
+    candidate_pool: int = 100
+    live_link_min: float = 0.1
+    rebase_after_half_lives: float = 64.0
+    half_life_us: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _positive("half_life_days", self.half_life_days)
+        _non_negative("read_bonus", self.read_bonus)
+        if not 0.0 <= self.spread < 1.0:
+            raise InvalidInput(f"spread must be in [0, 1), got {self.spread!r}", field="spread")
+        if not 0.0 <= self.cold_ratio <= self.warm_ratio <= self.hot_ratio <= 1.0:
+            raise InvalidInput(
+                "tier ratios must satisfy 0 <= cold_ratio <= warm_ratio <= hot_ratio <= 1, got "
+                f"{self.cold_ratio}, {self.warm_ratio}, {self.hot_ratio}",
+                field="hot_ratio",
+            )
+        _non_negative("text_weight", self.text_weight)
+        _non_negative("activation_weight", self.activation_weight)
+        if self.text_weight + self.activation_weight <= 0:
+            raise InvalidInput("text_weight + activation_weight must be > 0", field="text_weight")
+        if self.candidate_pool < 1:
+            raise InvalidInput("candidate_pool must be >= 1", field="candidate_pool")
+        _non_negative("live_link_min", self.live_link_min)
+        if not 1.0 <= self.rebase_after_half_lives <= 512.0:
+            raise InvalidInput(
+                "rebase_after_half_lives must be in [1, 512]", field="rebase_after_half_lives"
+            )
+        object.__setattr__(self, "half_life_us", self.half_life_days * US_PER_DAY)
+
+    def scoring_signature(self) -> dict[str, float]:
+        """The parameters stored keys depend on; a change means keys must be recomputed."""
+        return {
+            "half_life_days": self.half_life_days,
+            "read_bonus": self.read_bonus,
+            "spread": self.spread,
+        }
+
+
+def _positive(name: str, value: float) -> None:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise InvalidInput(f"{name} must be a positive finite number, got {value!r}", field=name)
+
+
+def _non_negative(name: str, value: float) -> None:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+        raise InvalidInput(f"{name} must be a non-negative finite number, got {value!r}", field=name)
+
+
+def decay(age_us: Num, half_life_us: float) -> Num:
+    """``2^(-age / half_life)``; ages below zero (clock skew) count as zero."""
+    if isinstance(age_us, (int, float)):
+        return float(2.0 ** (-max(age_us, 0) / half_life_us))
+    import numpy as np
+
+    return np.exp2(-np.maximum(age_us, 0) / half_life_us)
+
+
+def term_key(weight: Num, at_us: Num, epoch_us: int, half_life_us: float) -> Num:
+    """One term of a key: ``weight · 2^((at − epoch)/h)``; its activation at T is ``term · scale(T)``."""
+    if isinstance(at_us, (int, float)):
+        return weight * float(2.0 ** ((at_us - epoch_us) / half_life_us))
+    import numpy as np
+
+    return weight * np.exp2((at_us - epoch_us) / half_life_us)
+
+
+def scale(now_us: int, epoch_us: int, half_life_us: float) -> float:
+    """The factor turning a key into an activation at ``now``: ``2^(−(now − epoch)/h)``."""
+    return float(2.0 ** (-(now_us - epoch_us) / half_life_us))
+
+
+def base_key(
+    edges: Iterable[tuple[float, int]],
+    last_read_us: int | None,
+    epoch_us: int,
+    cfg: Config,
+) -> float:
+    """Key of a node's base: its edges ``(weight, reinforced_us)`` plus the read-recency bonus."""
+    h = cfg.half_life_us
+    total = sum(term_key(w, t, epoch_us, h) for w, t in edges)
+    if last_read_us is not None and cfg.read_bonus > 0:
+        total += term_key(cfg.read_bonus, last_read_us, epoch_us, h)
+    return float(total)
+
+
+def activation_key(own_base: float, neighbour_bases: Iterable[float], cfg: Config) -> float:
+    """Key of a node's activation: its base plus ``spread`` times its distinct neighbours' bases."""
+    return float(own_base + cfg.spread * sum(neighbour_bases))
+
+
+def activation_direct(
+    edges: Iterable[tuple[float, int]],
+    last_read_us: int | None,
+    neighbours: Iterable[tuple[Iterable[tuple[float, int]], int | None]],
+    now_us: int,
+    cfg: Config,
+) -> float:
+    """``A(n, T)`` from first principles (no keys, no epoch): the reference the key form must equal.
+
+    ``neighbours`` gives, per distinct neighbour, its own ``(edges, last_read_us)``.
+    """
+    h = cfg.half_life_us
+
+    def base(es: Iterable[tuple[float, int]], read: int | None) -> float:
+        total = sum(w * decay(now_us - t, h) for w, t in es)
+        if read is not None:
+            total += cfg.read_bonus * decay(now_us - read, h)
+        return float(total)
+
+    return base(edges, last_read_us) + cfg.spread * sum(base(es, r) for es, r in neighbours)
+
+
+@dataclass(frozen=True)
+class ActivationParts:
+    """Activation at one moment, split into where it comes from."""
+
+    edges: float
+    read: float
+    spread: float
+
+    @property
+    def total(self) -> float:
+        return self.edges + self.read + self.spread
+
+
+def activation_parts(
+    base: float,
+    key: float,
+    last_read_us: int | None,
+    now_us: int,
+    epoch_us: int,
+    cfg: Config,
+) -> ActivationParts:
+    """Split a node's activation at ``now`` into edges, read bonus and spreading parts."""
+    s = scale(now_us, epoch_us, cfg.half_life_us)
+    read = 0.0
+    if last_read_us is not None:
+        read = cfg.read_bonus * decay(now_us - last_read_us, cfg.half_life_us)
+    total_base = base * s
+    return ActivationParts(
+        edges=max(total_base - read, 0.0),
+        read=read,
+        spread=max((key - base) * s, 0.0),
+    )
+
+
+def tier_for(ratio: float, pinned: bool, cfg: Config) -> Tier:
+    """The tier a node belongs in, given ``K(n) / K(max)``. Pinned nodes are always hot."""
+    if pinned or ratio >= cfg.hot_ratio:
+        return Tier.HOT
+    if ratio >= cfg.warm_ratio:
+        return Tier.WARM
+    if ratio >= cfg.cold_ratio:
+        return Tier.COLD
+    return Tier.FROZEN
+
+
+def ratio(key: float, max_key: float) -> float:
+    """``key / max_key`` clamped to [0, 1]; an empty graph (max 0) gives 1 so nothing archives."""
+    if max_key <= 0:
+        return 1.0
+    return min(max(key / max_key, 0.0), 1.0)
+
+
+def blend(text_norm: float, activation_norm: float, cfg: Config) -> float:
+    """Recall score: weighted mean of normalised text match and normalised activation, in [0, 1]."""
+    total = cfg.text_weight + cfg.activation_weight
+    return (cfg.text_weight * text_norm + cfg.activation_weight * activation_norm) / total
+
+
+def needs_rebase(now_us: int, epoch_us: int, cfg: Config) -> bool:
+    """Whether keys have grown enough that the epoch should move forward to ``now``."""
+    return (now_us - epoch_us) / cfg.half_life_us > cfg.rebase_after_half_lives
+
+
+def rebase_factor(old_epoch_us: int, new_epoch_us: int, cfg: Config) -> float:
+    """Multiply every stored key by this when the epoch moves from old to new."""
+    return float(2.0 ** (-(new_epoch_us - old_epoch_us) / cfg.half_life_us))

@@ -1,0 +1,219 @@
+"""The ``GraphStore`` seam: the narrow, semantic interface every backend implements.
+
+The :class:`~ebb_core.engine.Brain` owns policy (what recall reinforces, when a node moves tier,
+what gets audited); a store owns only how its engine keeps and finds things. Nothing above this
+interface writes a query language; nothing below it decides policy. User data crosses the seam as
+values and reaches the database only as query parameters.
+
+A new backend is one module implementing this class and passing ``tests/conformance``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from .model import AuditEntry, Edge, Node, Tier
+
+#: Node fields a partial update (:meth:`GraphStore.update_nodes`) may set.
+UPDATABLE_FIELDS = frozenset(
+    {
+        "text",
+        "props",
+        "updated_at",
+        "last_read_at",
+        "pinned",
+        "tier",
+        "review_reason",
+        "queued_at",
+        "base_key",
+        "key",
+        "kind",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Incident:
+    """An edge of a node together with the node at its other end."""
+
+    node_id: str
+    edge: Edge
+    other: Node
+
+
+@dataclass(frozen=True)
+class TierMove:
+    """A node whose tier should change, as computed by :meth:`GraphStore.tier_moves`."""
+
+    node_id: str
+    from_tier: Tier
+    to_tier: Tier
+    ratio: float
+
+
+@dataclass(frozen=True)
+class Counts:
+    nodes: int
+    edges: int
+    by_tier: Mapping[int, int]
+    pinned: int
+    audit_entries: int
+
+
+class GraphStore(ABC):
+    """Where memories live. Every method is scoped to one namespace unless it says otherwise."""
+
+    #: short backend name, e.g. ``"kuzu"``
+    backend: str = "abstract"
+
+    @property
+    @abstractmethod
+    def location(self) -> str:
+        """Where the data lives (a path or a URI), for messages and stats."""
+
+    # -- lifecycle and atomicity -------------------------------------------------------------
+    @abstractmethod
+    def transaction(self) -> AbstractContextManager[None]:
+        """One atomic unit of work: everything inside commits together or not at all.
+
+        Re-entrant: a nested ``transaction()`` joins the outer one.
+        """
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the engine (file locks, connections). Safe to call twice."""
+
+    # -- metadata ----------------------------------------------------------------------------
+    @abstractmethod
+    def get_meta(self, key: str) -> str | None:
+        """A store-wide setting (schema version, scoring epoch...), or None."""
+
+    @abstractmethod
+    def set_meta(self, key: str, value: str) -> None: ...
+
+    # -- nodes -------------------------------------------------------------------------------
+    @abstractmethod
+    def get_nodes(self, namespace: str, ids: Sequence[str]) -> dict[str, Node]:
+        """The nodes among ``ids`` that exist (missing ids are simply absent)."""
+
+    @abstractmethod
+    def existing_ids(self, namespace: str, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` exist (cheap for many ids: imports check thousands at once)."""
+
+    @abstractmethod
+    def upsert_nodes(self, nodes: Sequence[Node]) -> None:
+        """Insert or wholly replace nodes (keyed by namespace and id)."""
+
+    @abstractmethod
+    def update_nodes(self, namespace: str, changes: Mapping[str, Mapping[str, Any]]) -> None:
+        """Set some fields (see :data:`UPDATABLE_FIELDS`) of existing nodes."""
+
+    @abstractmethod
+    def add_to_keys(self, namespace: str, deltas: Mapping[str, float]) -> None:
+        """``key += delta`` for each node: a neighbour's share of a change in spreading."""
+
+    @abstractmethod
+    def delete_nodes(self, namespace: str, ids: Sequence[str]) -> None:
+        """Remove nodes and their edges. Only the Brain's human-approved deletion calls this."""
+
+    @abstractmethod
+    def bulk_insert(self, nodes: Sequence[Node], edges: Sequence[Edge]) -> None:
+        """Fast path for imports: nodes that do not exist yet, then edges between existing nodes."""
+
+    # -- edges -------------------------------------------------------------------------------
+    @abstractmethod
+    def upsert_edges(self, edges: Sequence[Edge]) -> None:
+        """Insert or replace edges, unique per ``(src, dst, kind)``; both ends must exist."""
+
+    @abstractmethod
+    def incident(self, namespace: str, ids: Sequence[str]) -> list[Incident]:
+        """Every edge touching any of ``ids``, in both directions, with the node at the other end."""
+
+    # -- finding -----------------------------------------------------------------------------
+    @abstractmethod
+    def text_candidates(
+        self, namespace: str, query: str, max_tier: Tier, pool: int, kinds: Sequence[str] = ()
+    ) -> list[tuple[Node, float]]:
+        """Full-text matches (engine index, BM25-like score), at most ``pool`` before filtering."""
+
+    @abstractmethod
+    def top_by_key(
+        self, namespace: str, max_tier: Tier, limit: int, kinds: Sequence[str] = ()
+    ) -> list[Node]:
+        """The most active nodes (highest stored key) with tier ≤ ``max_tier``."""
+
+    @abstractmethod
+    def review_queue(self, namespace: str, limit: int) -> list[Node]:
+        """Frozen nodes, oldest queued first."""
+
+    @abstractmethod
+    def scan_nodes(self, namespace: str, batch: int = 5000) -> Iterator[list[Node]]:
+        """Every node of the namespace, in id order, in batches."""
+
+    @abstractmethod
+    def scan_edges(self, namespace: str, batch: int = 5000) -> Iterator[list[Edge]]:
+        """Every edge of the namespace, in ``(src, dst, kind)`` order, in batches."""
+
+    @abstractmethod
+    def namespaces(self) -> list[str]:
+        """Every namespace that has at least one node or audit entry."""
+
+    @abstractmethod
+    def counts(self, namespace: str) -> Counts: ...
+
+    # -- scoring passes (values in, the engine computes) --------------------------------------
+    @abstractmethod
+    def recompute_keys(
+        self, namespace: str, epoch_us: int, half_life_us: float, read_bonus: float, spread: float
+    ) -> int:
+        """Recompute every node's ``base_key`` and ``key`` from scratch (see ``scoring``).
+
+        Returns the number of nodes scored.
+        """
+
+    @abstractmethod
+    def scale_keys(self, factor: float) -> None:
+        """Multiply every key in every namespace by ``factor`` (moving the scoring epoch)."""
+
+    @abstractmethod
+    def max_key(self, namespace: str) -> float:
+        """Highest key among non-pinned nodes below the frozen tier (0.0 when none)."""
+
+    @abstractmethod
+    def tier_moves(
+        self,
+        namespace: str,
+        max_key: float,
+        hot_ratio: float,
+        warm_ratio: float,
+        cold_ratio: float,
+    ) -> list[TierMove]:
+        """Nodes whose tier differs from what ``key / max_key`` says.
+
+        Rules: pinned nodes belong in hot; frozen nodes never leave frozen here (only a human's
+        restore does that); otherwise the cut-offs of :func:`ebb_core.scoring.tier_for` apply.
+        """
+
+    # -- audit log ---------------------------------------------------------------------------
+    @abstractmethod
+    def append_audit(self, entries: Sequence[AuditEntry]) -> None:
+        """Record audit entries (their ``seq`` is assigned by the Brain)."""
+
+    @abstractmethod
+    def audit_log(
+        self,
+        namespace: str,
+        limit: int,
+        node_id: str | None = None,
+        action: str | None = None,
+        after_seq: int = 0,
+    ) -> list[AuditEntry]:
+        """Audit entries in ``seq`` order (newest last), filtered as asked."""
+
+    @abstractmethod
+    def last_audit_seq(self, namespace: str) -> int:
+        """The highest ``seq`` recorded for the namespace (0 when none)."""

@@ -1,0 +1,1 @@
+"""LangChain and LangGraph adapters for Ebb (see the README)."""

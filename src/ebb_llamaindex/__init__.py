@@ -1,0 +1,1 @@
+"""LlamaIndex adapters for Ebb (see the README)."""
