@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
-from .errors import BackendUnavailable, InvalidInput
+from .errors import BackendUnavailable, InvalidInput, StoreLocked
 from .store import GraphStore
 
 BACKENDS = ("kuzu", "neo4j")
@@ -17,18 +18,27 @@ def open_store(
     path: str | os.PathLike[str] | None = None,
     *,
     read_only: bool = False,
+    wait: float = 0.0,
 ) -> GraphStore:
     """Open the store named by ``backend`` (default ``EBB_BACKEND``, else ``kuzu``).
 
     Kùzu reads ``path`` (default ``EBB_DB_PATH``, else ``./ebb_db``); Neo4j reads ``NEO4J_URI``,
-    ``NEO4J_USER``, ``NEO4J_PASSWORD`` and ``NEO4J_DATABASE``.
+    ``NEO4J_USER``, ``NEO4J_PASSWORD`` and ``NEO4J_DATABASE``. ``wait`` seconds are spent
+    retrying while another process holds the embedded store open.
     """
     name = (backend or os.environ.get("EBB_BACKEND") or "kuzu").strip().lower()
     if name == "kuzu":
         from .kuzu_store import KuzuStore
 
         where = path or os.environ.get("EBB_DB_PATH") or DEFAULT_PATH
-        return KuzuStore(Path(where), read_only=read_only)
+        deadline = time.monotonic() + max(wait, 0.0)
+        while True:
+            try:
+                return KuzuStore(Path(where), read_only=read_only)
+            except StoreLocked:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
     if name == "neo4j":
         try:
             from .neo4j_store import Neo4jStore
