@@ -44,10 +44,10 @@ def open_store(
             from .neo4j_store import Neo4jStore
         except ImportError as exc:
             raise BackendUnavailable(
-                "the Neo4j backend needs its extra: pip install 'ebb-memory[neo4j]'"
-                f" ({exc})"
+                f"the Neo4j backend needs its extra: pip install 'ebb-memory[neo4j]' ({exc})"
             ) from None
-        return Neo4jStore.from_env()
+        store: GraphStore = Neo4jStore.from_env()
+        return store
     raise InvalidInput(
         f"unknown backend {name!r} (from EBB_BACKEND or --backend): choose one of {BACKENDS}",
         field="backend",

@@ -44,7 +44,7 @@ from .model import (
 )
 from .scoring import Config
 from .store import GraphStore, Incident
-from .text import matched_terms, query_terms
+from .text import STOP_WORDS, matched_terms, query_terms, stem, words
 
 Progress = Callable[[int, int], None]
 """A progress callback: ``(done, total)``."""
@@ -249,29 +249,33 @@ class Brain:
         if incident is None:
             incident = s.store.incident(self._ns, list(touched))
         edges: dict[str, list[tuple[float, int]]] = {i: [] for i in touched}
-        nbrs: dict[str, dict[str, float]] = {i: {} for i in touched}
+        nbrs: dict[str, dict[str, Node]] = {i: {} for i in touched}
         outside: dict[str, Node] = {}
         for inc in incident:
             if inc.node_id not in touched:
                 continue
             edges[inc.node_id].append((inc.edge.weight, to_us(inc.edge.reinforced_at)))
-            nbrs[inc.node_id][inc.other.id] = inc.other.base_key
+            nbrs[inc.node_id][inc.other.id] = inc.other
             if inc.other.id not in touched:
                 outside[inc.other.id] = inc.other
         new_base = {
-            i: scoring.base_key(
-                edges[i], _opt_us(touched[i].last_read_at), s.epoch_us, cfg
-            )
+            i: scoring.base_key(edges[i], _opt_us(touched[i].last_read_at), s.epoch_us, cfg)
             for i in touched
         }
+        new_deg = {i: len(nbrs[i]) for i in touched}
         new_key: dict[str, float] = {}
         for i in touched:
-            bases = [new_base.get(m, b) for m, b in nbrs[i].items()]
-            new_key[i] = scoring.activation_key(new_base[i], bases, cfg)
+            shares = [
+                (new_base[m], new_deg[m]) if m in touched else (n.base_key, n.degree)
+                for m, n in nbrs[i].items()
+            ]
+            new_key[i] = scoring.activation_key(new_base[i], shares, cfg)
         deltas: dict[str, float] = {}
         if cfg.spread:
             for i in touched:
-                change = new_base[i] - touched[i].base_key
+                change = scoring.share(new_base[i], new_deg[i]) - scoring.share(
+                    touched[i].base_key, touched[i].degree
+                )
                 if change == 0.0:
                     continue
                 for m in nbrs[i]:
@@ -282,6 +286,7 @@ class Brain:
             fields = dict(extra.get(i, {})) if extra else {}
             fields["base_key"] = new_base[i]
             fields["key"] = new_key[i]
+            fields["degree"] = new_deg[i]
             updates[i] = fields
         s.store.update_nodes(self._ns, updates)
         deltas = {m: d for m, d in deltas.items() if d != 0.0}
@@ -293,7 +298,9 @@ class Brain:
             if not touched[i].pinned and int(updates[i].get("tier", touched[i].tier)) < 4
         ]
         live += [
-            outside[m].key + d for m, d in deltas.items() if not outside[m].pinned and outside[m].tier < 4
+            outside[m].key + d
+            for m, d in deltas.items()
+            if not outside[m].pinned and outside[m].tier < 4
         ]
         self._bump_max(live)
         return new_key
@@ -309,8 +316,13 @@ class Brain:
                 if target < n.tier:
                     changes[i] = {"tier": target}
                     audits.append(
-                        {"action": "promote", "node_id": i, "from_tier": n.tier,
-                         "to_tier": target, "reason": "used"}
+                        {
+                            "action": "promote",
+                            "node_id": i,
+                            "from_tier": n.tier,
+                            "to_tier": target,
+                            "reason": "used",
+                        }
                     )
         if changes:
             self._s.store.update_nodes(self._ns, changes)
@@ -387,16 +399,32 @@ class Brain:
             if link_ids:
                 self._s.store.upsert_edges(
                     [
-                        Edge(namespace=self._ns, src=id, dst=l, kind=link_kind, weight=weight,
-                             created_at=when, reinforced_at=when)
-                        for l in link_ids
+                        Edge(
+                            namespace=self._ns,
+                            src=id,
+                            dst=link,
+                            kind=link_kind,
+                            weight=weight,
+                            created_at=when,
+                            reinforced_at=when,
+                        )
+                        for link in link_ids
                     ]
                 )
             touched = {id: node, **linked}
             keys = self._rescore(touched)
             if existing is not None and existing.tier != Tier.HOT:
-                self._audit([{"action": "promote", "node_id": id, "from_tier": existing.tier,
-                              "to_tier": Tier.HOT, "reason": "rewritten"}])
+                self._audit(
+                    [
+                        {
+                            "action": "promote",
+                            "node_id": id,
+                            "from_tier": existing.tier,
+                            "to_tier": Tier.HOT,
+                            "reason": "rewritten",
+                        }
+                    ]
+                )
             self._promote({id: node}, keys)
             return self._s.store.get_nodes(self._ns, [id])[id]
 
@@ -478,9 +506,7 @@ class Brain:
                     )
             now = from_us(now_us)
             incident = self._s.store.incident(self._ns, [id])
-            chosen = [
-                inc for inc in incident if with_id is None or inc.other.id == with_id
-            ]
+            chosen = [inc for inc in incident if with_id is None or inc.other.id == with_id]
             if with_id is not None and not chosen:
                 raise NotFound(f"no edge between {id!r} and {with_id!r}", id=with_id)
             self._s.store.upsert_edges(
@@ -489,9 +515,7 @@ class Brain:
             touched = {i: n.model_copy(update={"last_read_at": now}) for i, n in nodes.items()}
             for inc in chosen:
                 touched.setdefault(inc.other.id, inc.other)
-            keys = self._rescore(
-                touched, extra={i: {"last_read_at": now} for i in ids}
-            )
+            keys = self._rescore(touched, extra={i: {"last_read_at": now} for i in ids})
             self._promote(touched, keys)
             return self._s.store.get_nodes(self._ns, [id])[id]
 
@@ -505,8 +529,17 @@ class Brain:
                 )
             if not node.pinned:
                 self._s.store.update_nodes(self._ns, {id: {"pinned": True, "tier": Tier.HOT}})
-                self._audit([{"action": "pin", "node_id": id, "from_tier": node.tier,
-                              "to_tier": Tier.HOT, "actor": actor}])
+                self._audit(
+                    [
+                        {
+                            "action": "pin",
+                            "node_id": id,
+                            "from_tier": node.tier,
+                            "to_tier": Tier.HOT,
+                            "actor": actor,
+                        }
+                    ]
+                )
             return self._s.store.get_nodes(self._ns, [id])[id]
 
     def unpin(self, id: str, *, actor: str = "user") -> Node:
@@ -515,8 +548,17 @@ class Brain:
             node = self._require([id])[id]
             if node.pinned:
                 self._s.store.update_nodes(self._ns, {id: {"pinned": False}})
-                self._audit([{"action": "unpin", "node_id": id, "from_tier": node.tier,
-                              "to_tier": node.tier, "actor": actor}])
+                self._audit(
+                    [
+                        {
+                            "action": "unpin",
+                            "node_id": id,
+                            "from_tier": node.tier,
+                            "to_tier": node.tier,
+                            "actor": actor,
+                        }
+                    ]
+                )
             return self._s.store.get_nodes(self._ns, [id])[id]
 
     def forget(self, id: str, reason: str = "", *, actor: str = "agent") -> ReviewItem:
@@ -539,8 +581,18 @@ class Brain:
                 self._s.store.update_nodes(
                     self._ns, {id: {"tier": Tier.FROZEN, "review_reason": why, "queued_at": now}}
                 )
-                self._audit([{"action": "forget", "node_id": id, "from_tier": node.tier,
-                              "to_tier": Tier.FROZEN, "actor": actor, "reason": reason}])
+                self._audit(
+                    [
+                        {
+                            "action": "forget",
+                            "node_id": id,
+                            "from_tier": node.tier,
+                            "to_tier": Tier.FROZEN,
+                            "actor": actor,
+                            "reason": reason,
+                        }
+                    ]
+                )
                 if not node.pinned and node.key >= self._max_key():
                     self._s.store.set_meta(
                         f"max_key:{self._ns}", repr(self._s.store.max_key(self._ns))
@@ -549,7 +601,7 @@ class Brain:
             return self._review_item(node, self._now_us())
 
     def restore(self, id: str, *, actor: str = "user") -> Node:
-        """Bring a memory back to hot (from the review queue or an archive tier) and mark it read."""
+        """Bring a memory back to hot (out of the review queue or an archive tier); mark it read."""
         with self._tx():
             now_us = self._now_us()
             self._maybe_rebase(now_us)
@@ -558,12 +610,27 @@ class Brain:
             touched = {id: node.model_copy(update={"last_read_at": now, "tier": Tier.HOT})}
             self._rescore(
                 touched,
-                extra={id: {"tier": Tier.HOT, "review_reason": None, "queued_at": None,
-                            "last_read_at": now}},
+                extra={
+                    id: {
+                        "tier": Tier.HOT,
+                        "review_reason": None,
+                        "queued_at": None,
+                        "last_read_at": now,
+                    }
+                },
             )
             if node.tier != Tier.HOT:
-                self._audit([{"action": "restore", "node_id": id, "from_tier": node.tier,
-                              "to_tier": Tier.HOT, "actor": actor}])
+                self._audit(
+                    [
+                        {
+                            "action": "restore",
+                            "node_id": id,
+                            "from_tier": node.tier,
+                            "to_tier": Tier.HOT,
+                            "actor": actor,
+                        }
+                    ]
+                )
             return self._s.store.get_nodes(self._ns, [id])[id]
 
     def approve_deletion(
@@ -598,9 +665,17 @@ class Brain:
             for i in ids:
                 edges = [inc.edge.model_dump(mode="json") for inc in incident if inc.node_id == i]
                 payload = {"node": _node_record(nodes[i]), "edges": edges}
-                audits.append({"action": "delete", "node_id": i, "from_tier": Tier.FROZEN,
-                               "to_tier": None, "actor": approved_by.strip(), "reason": note,
-                               "payload": payload})
+                audits.append(
+                    {
+                        "action": "delete",
+                        "node_id": i,
+                        "from_tier": Tier.FROZEN,
+                        "to_tier": None,
+                        "actor": approved_by.strip(),
+                        "reason": note,
+                        "payload": payload,
+                    }
+                )
             neighbours = {inc.other.id: inc.other for inc in incident if inc.other.id not in gone}
             self._s.store.delete_nodes(self._ns, ids)
             if neighbours:
@@ -639,8 +714,9 @@ class Brain:
             )
         validate_k(k)
         if depth not in (1, 2, 3):
-            raise InvalidInput(f"depth must be 1 (hot), 2 (+warm) or 3 (+cold), got {depth!r}",
-                               field="depth")
+            raise InvalidInput(
+                f"depth must be 1 (hot), 2 (+warm) or 3 (+cold), got {depth!r}", field="depth"
+            )
         kinds = [validate_kind(x, "kinds") for x in kinds]
         max_tier = Tier.COLD if include_archived or depth == 3 else Tier(depth)
         cfg = self._s.config
@@ -656,21 +732,25 @@ class Brain:
                 cands = [(n, 0.0) for n in self._s.store.top_by_key(self._ns, max_tier, k, kinds)]
             if not cands:
                 return []
-            mx = max(self._max_key(), max(n.key for n, _ in cands if not n.pinned) if any(
-                not n.pinned for n, _ in cands) else 0.0)
+            mx = max(
+                self._max_key(),
+                max(n.key for n, _ in cands if not n.pinned)
+                if any(not n.pinned for n, _ in cands)
+                else 0.0,
+            )
             top_text = max(score for _, score in cands) or 1.0
             scored = []
             for node, text_score in cands:
                 t_norm = text_score / top_text if terms else 0.0
                 a_norm = scoring.ratio(node.key, mx)
-                scored.append((scoring.blend(t_norm, a_norm, cfg), node, text_score, t_norm, a_norm))
+                scored.append(
+                    (scoring.blend(t_norm, a_norm, cfg), node, text_score, t_norm, a_norm)
+                )
             scored.sort(key=lambda r: (-r[0], r[1].id))
             chosen = scored[:k]
             nodes = {r[1].id: r[1] for r in chosen}
             incident = self._s.store.incident(self._ns, list(nodes))
-            hits = [
-                self._hit(r, terms, incident, now_us) for r in chosen
-            ]
+            hits = [self._hit(r, terms, incident, now_us) for r in chosen]
             if reinforce:
                 now = from_us(now_us)
                 touched = {i: n.model_copy(update={"last_read_at": now}) for i, n in nodes.items()}
@@ -703,9 +783,14 @@ class Brain:
             dw = e.weight * scoring.decay(now_us - to_us(e.reinforced_at), cfg.half_life_us)
             if dw >= cfg.live_link_min:
                 links.append(
-                    LiveLink(id=inc.other.id, kind=e.kind,
-                             direction="out" if e.src == node.id else "in",
-                             weight=e.weight, decayed_weight=dw, reinforced_at=e.reinforced_at)
+                    LiveLink(
+                        id=inc.other.id,
+                        kind=e.kind,
+                        direction="out" if e.src == node.id else "in",
+                        weight=e.weight,
+                        decayed_weight=dw,
+                        reinforced_at=e.reinforced_at,
+                    )
                 )
         links.sort(key=lambda x: (-x.decayed_weight, x.id))
         matched = matched_terms(terms, node.text)
@@ -736,6 +821,47 @@ class Brain:
         validate_k(k)
         return self._s.store.top_by_key(self._ns, Tier(min(max(depth, 1), 3)), k, kinds)
 
+    def mentioned_in(
+        self, text: str, *, exclude_kinds: Sequence[str] = (), limit: int = 10
+    ) -> list[Node]:
+        """The memories ``text`` mentions, without reinforcing them (frozen ones never count).
+
+        A memory is mentioned by its id (``client:acme``) or by the words of its id's slug as a
+        phrase ("Acme", "outcome pricing" for ``decision:outcome-pricing``). Candidates come from
+        the ids written in the text and the full-text index, never a scan. Ids come first, then
+        full-text rank. Adapters use it to link a message to what it talks about.
+        """
+        if not isinstance(text, str):
+            raise InvalidInput("text must be a string", field="text")
+        validate_k(limit, "limit")
+        excluded = {validate_kind(x, "exclude_kinds") for x in exclude_kinds}
+        text = text[:MAX_TEXT_LEN]
+        written = []
+        for token in text.split():
+            token = token.strip(".,;:!?()[]{}<>\"'`")
+            kind, sep, rest = token.partition(":")
+            if sep and rest and is_valid_kind(kind) and len(token) <= MAX_ID_LEN:
+                written.append(token)
+        written = list(dict.fromkeys(written))[:MAX_K]
+        terms = query_terms(text)
+        phrase = f" {' '.join(stem(w) for w in words(text))} "
+        with self._tx():
+            found = self._s.store.get_nodes(self._ns, written) if written else {}
+            out = [found[i] for i in written if i in found]
+            if terms:
+                pool = self._s.config.candidate_pool
+                for node, _ in self._s.store.text_candidates(
+                    self._ns, " ".join(terms), Tier.COLD, pool
+                ):
+                    slug = words(node.id.partition(":")[2] or node.id)
+                    if (
+                        node.id not in found
+                        and any(w not in STOP_WORDS for w in slug)
+                        and f" {' '.join(stem(w) for w in slug)} " in phrase
+                    ):
+                        out.append(node)
+        return [n for n in out if n.tier != Tier.FROZEN and n.kind not in excluded][:limit]
+
     def neighbors(self, id: str, *, limit: int = 50) -> list[Neighbor]:
         """Memories linked to ``id``, strongest decayed link first (without reinforcing)."""
         validate_k(limit, "limit")
@@ -763,9 +889,14 @@ class Brain:
 
     def _review_item(self, n: Node, now_us: int) -> ReviewItem:
         return ReviewItem(
-            id=n.id, namespace=n.namespace, kind=n.kind, text=n.text,
-            reason=n.review_reason or "", queued_at=n.queued_at,
-            activation=self._activation(n.key, now_us), pinned=n.pinned,
+            id=n.id,
+            namespace=n.namespace,
+            kind=n.kind,
+            text=n.text,
+            reason=n.review_reason or "",
+            queued_at=n.queued_at,
+            activation=self._activation(n.key, now_us),
+            pinned=n.pinned,
         )
 
     def audit_log(
@@ -841,8 +972,16 @@ class Brain:
                 action = "demote" if m.to_tier > m.from_tier else "promote"
                 if m.to_tier == Tier.FROZEN:
                     action = "freeze"
-                audits.append({"action": action, "node_id": m.node_id, "from_tier": m.from_tier,
-                               "to_tier": m.to_tier, "actor": "maintain", "reason": reason})
+                audits.append(
+                    {
+                        "action": action,
+                        "node_id": m.node_id,
+                        "from_tier": m.from_tier,
+                        "to_tier": m.to_tier,
+                        "actor": "maintain",
+                        "reason": reason,
+                    }
+                )
             if changes:
                 self._s.store.update_nodes(self._ns, changes)
                 self._audit(audits)
@@ -938,9 +1077,10 @@ class Brain:
                     audits.append(AuditEntry(**rec))
                 else:
                     raise ValueError(f"unknown record type {kind!r}")
-            except Exception as exc:  # noqa: BLE001 - any malformed line is reported the same way
-                raise InvalidInput(f"line {lineno} of the import is not valid: {exc}",
-                                   field="src") from None
+            except Exception as exc:
+                raise InvalidInput(
+                    f"line {lineno} of the import is not valid: {exc}", field="src"
+                ) from None
         for node in nodes:
             validate_namespace(node.namespace)
             validate_id(node.id)
@@ -952,8 +1092,9 @@ class Brain:
             for ns, group in by_ns.items():
                 ids = [x.id for x in group]
                 if len(set(ids)) != len(ids):
-                    raise InvalidInput(f"the import repeats a memory id in namespace {ns!r}",
-                                       field="src")
+                    raise InvalidInput(
+                        f"the import repeats a memory id in namespace {ns!r}", field="src"
+                    )
                 clash = self._s.store.existing_ids(ns, ids)
                 if clash:
                     raise InvalidInput(
@@ -990,11 +1131,11 @@ class Brain:
             by_audit_ns: dict[str, list[AuditEntry]] = {}
             for a in audits:
                 by_audit_ns.setdefault(a.namespace, []).append(a)
-            for ns, group in by_audit_ns.items():
+            for ns, entries in by_audit_ns.items():
                 offset = self._s.store.last_audit_seq(ns)
-                group.sort(key=lambda a: a.seq)
+                entries.sort(key=lambda a: a.seq)
                 self._s.store.append_audit(
-                    [a.model_copy(update={"seq": a.seq + offset}) for a in group]
+                    [a.model_copy(update={"seq": a.seq + offset}) for a in entries]
                 )
             for ns in set(by_ns) | {e.namespace for e in edges}:
                 self._recompute(ns)
@@ -1054,8 +1195,10 @@ def validate_kind(kind: str, field: str = "kind") -> str:
 
 
 def validate_weight(weight: float) -> float:
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not (
-        math.isfinite(weight) and 0 < weight <= 1000
+    if (
+        isinstance(weight, bool)
+        or not isinstance(weight, (int, float))
+        or not (math.isfinite(weight) and 0 < weight <= 1000)
     ):
         raise InvalidInput(f"weight must be a number in (0, 1000], got {weight!r}", field="weight")
     return float(weight)
@@ -1096,7 +1239,7 @@ def _opt_us(when: datetime | None) -> int | None:
 
 def _node_record(node: Node) -> dict[str, Any]:
     """A node as exported: everything but the derived scoring keys."""
-    return node.model_dump(mode="json", exclude={"base_key", "key"})
+    return node.model_dump(mode="json", exclude={"base_key", "key", "degree"})
 
 
 def _summary(

@@ -1,4 +1,4 @@
-"""Ebb's exception hierarchy: every error says what happened, to which id or path, and what to do."""
+"""Ebb's exceptions: each says what happened, to which id or path, and what to do."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ FTS_INDEX = "memory_text"
 
 _NODE_COLS = (
     "id, ns, kind, text, props, created_us, updated_us, last_read_us, pinned, tier, "
-    "review_reason, queued_us, base_key, key"
+    "review_reason, queued_us, base_key, key, degree"
 )
 
 
@@ -35,7 +35,7 @@ _SCHEMA = [
     "CREATE NODE TABLE IF NOT EXISTS Memory(uid STRING PRIMARY KEY, id STRING, ns STRING, "
     "kind STRING, text STRING, props STRING, created_us INT64, updated_us INT64, "
     "last_read_us INT64, pinned BOOLEAN, tier INT64, review_reason STRING, queued_us INT64, "
-    "base_key DOUBLE, key DOUBLE)",
+    "base_key DOUBLE, key DOUBLE, degree INT64)",
     "CREATE REL TABLE IF NOT EXISTS Link(FROM Memory TO Memory, kind STRING, weight DOUBLE, "
     "created_us INT64, reinforced_us INT64, props STRING)",
     "CREATE NODE TABLE IF NOT EXISTS Audit(uid STRING PRIMARY KEY, ns STRING, seq INT64, "
@@ -73,6 +73,7 @@ def _row_to_node(r: Sequence[Any]) -> Node:
         queued_at=_dt(r[11]),
         base_key=float(r[12] or 0.0),
         key=float(r[13] or 0.0),
+        degree=int(r[14] or 0),
     )
 
 
@@ -93,6 +94,7 @@ def _node_params(n: Node) -> dict[str, Any]:
         "queued_us": _us(n.queued_at),
         "base_key": n.base_key,
         "key": n.key,
+        "degree": n.degree,
     }
 
 
@@ -183,7 +185,7 @@ class KuzuStore(GraphStore):
         assert not isinstance(result, list)
         rows: list[list[Any]] = []
         while result.has_next():
-            rows.append(result.get_next())  # type: ignore[arg-type]
+            rows.append(result.get_next())
         return rows
 
     def _exec(self, query: str) -> None:
@@ -396,10 +398,15 @@ class KuzuStore(GraphStore):
             f"CALL QUERY_FTS_INDEX('Memory', '{FTS_INDEX}', $q, TOP := $pool) "
             f"WITH node AS n, score WHERE n.ns = $ns AND n.tier <= $mt {_kinds_filter(kinds)}"
             f"RETURN {_node_ret('n')}, score ORDER BY score DESC, n.id",
-            {"q": query, "pool": int(pool), "ns": namespace, "mt": int(max_tier),
-             **_kinds_param(kinds)},
+            {
+                "q": query,
+                "pool": int(pool),
+                "ns": namespace,
+                "mt": int(max_tier),
+                **_kinds_param(kinds),
+            },
         )
-        return [(_row_to_node(r), float(r[14])) for r in rows]
+        return [(_row_to_node(r), float(r[15])) for r in rows]
 
     def top_by_key(
         self, namespace: str, max_tier: Tier, limit: int, kinds: Sequence[str] = ()
@@ -465,9 +472,9 @@ class KuzuStore(GraphStore):
             "MATCH (a:Memory)-[e:Link]->(:Memory) WHERE a.ns = $ns RETURN count(e)",
             {"ns": namespace},
         )[0][0]
-        audits = self._q(
-            "MATCH (a:Audit) WHERE a.ns = $ns RETURN count(*)", {"ns": namespace}
-        )[0][0]
+        audits = self._q("MATCH (a:Audit) WHERE a.ns = $ns RETURN count(*)", {"ns": namespace})[0][
+            0
+        ]
         return Counts(
             nodes=sum(by_tier.values()),
             edges=int(edges),
@@ -484,19 +491,19 @@ class KuzuStore(GraphStore):
         with self.transaction():
             self._q(
                 "MATCH (n:Memory) WHERE n.ns = $ns "
-                "OPTIONAL MATCH (n)-[e:Link]-(:Memory) "
-                "WITH n, sum(e.weight * pow(2.0, (e.reinforced_us - $E) / $h)) AS es "
-                "SET n.base_key = coalesce(es, 0.0) + CASE WHEN n.last_read_us IS NULL "
+                "OPTIONAL MATCH (n)-[e:Link]-(m:Memory) "
+                "WITH n, sum(e.weight * pow(2.0, (e.reinforced_us - $E) / $h)) AS es, "
+                "count(DISTINCT m) AS deg "
+                "SET n.degree = deg, n.base_key = coalesce(es, 0.0) + "
+                "CASE WHEN n.last_read_us IS NULL "
                 "THEN 0.0 ELSE $b * pow(2.0, (n.last_read_us - $E) / $h) END",
                 {**p, "b": float(read_bonus)},
             )
-            self._q(
-                "MATCH (n:Memory) WHERE n.ns = $ns SET n.key = n.base_key", {"ns": namespace}
-            )
+            self._q("MATCH (n:Memory) WHERE n.ns = $ns SET n.key = n.base_key", {"ns": namespace})
             if spread:
                 self._q(
                     "MATCH (n:Memory)-[:Link]-(m:Memory) WHERE n.ns = $ns "
-                    "WITH DISTINCT n, m WITH n, sum(m.base_key) AS nb "
+                    "WITH DISTINCT n, m WITH n, sum(m.base_key / m.degree) AS nb "
                     "SET n.key = n.base_key + $s * nb",
                     {"ns": namespace, "s": float(spread)},
                 )
@@ -531,8 +538,13 @@ class KuzuStore(GraphStore):
             "WITH n, r, CASE WHEN n.pinned OR r >= $hot THEN 1 WHEN r >= $warm THEN 2 "
             "WHEN r >= $cold THEN 3 ELSE 4 END AS t "
             "WHERE t <> n.tier RETURN n.id, n.tier, t, r ORDER BY n.id",
-            {"ns": namespace, "mx": float(max_key), "hot": float(hot_ratio),
-             "warm": float(warm_ratio), "cold": float(cold_ratio)},
+            {
+                "ns": namespace,
+                "mx": float(max_key),
+                "hot": float(hot_ratio),
+                "warm": float(warm_ratio),
+                "cold": float(cold_ratio),
+            },
         )
         return [TierMove(r[0], Tier(int(r[1])), Tier(int(r[2])), float(r[3])) for r in rows]
 
@@ -572,8 +584,13 @@ class KuzuStore(GraphStore):
             "AND ($node IS NULL OR a.node_id = $node) AND ($action IS NULL OR a.action = $action) "
             "RETURN a.seq, a.ns, a.at_us, a.action, a.node_id, a.from_tier, a.to_tier, a.actor, "
             "a.reason, a.payload ORDER BY a.seq DESC LIMIT $lim",
-            {"ns": namespace, "after": int(after_seq), "node": node_id, "action": action,
-             "lim": int(limit)},
+            {
+                "ns": namespace,
+                "after": int(after_seq),
+                "node": node_id,
+                "action": action,
+                "lim": int(limit),
+            },
         )
         rows.reverse()
         return [
@@ -636,6 +653,7 @@ def _arrow_types() -> dict[str, Any]:
         "queued_us": pa.int64(),
         "base_key": pa.float64(),
         "key": pa.float64(),
+        "degree": pa.int64(),
     }
 
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class Tier(IntEnum):
-    """Archive tiers. Recall sees hot by default, warm on request, cold only when asked, frozen never."""
+    """Archive tiers: recall sees hot by default, warm on request, cold when asked, frozen never."""
 
     HOT = 1
     WARM = 2
@@ -32,7 +32,8 @@ class Node(_Model):
     """One memory: a note, decision, meeting, person, client, fact, message...
 
     ``id`` looks like ``kind:slug`` (``decision:outcome-pricing``). ``props`` holds any JSON-able
-    metadata. The scoring fields (``base_key``, ``key``) are maintained by the engine; see
+    metadata. The scoring fields (``base_key``, ``key``, ``degree``: distinct neighbours) are
+    derived state maintained by the engine; see
     :mod:`ebb_core.scoring`.
     """
 
@@ -50,6 +51,7 @@ class Node(_Model):
     queued_at: datetime | None = None
     base_key: float = 0.0
     key: float = 0.0
+    degree: int = 0
 
 
 class Edge(_Model):
@@ -184,7 +186,7 @@ MAX_TEXT_LEN = 200_000
 
 
 def slugify(text: str, max_words: int = 6, max_len: int = 48) -> str:
-    """A short lowercase slug from the first words of ``text`` (``"Seat pricing!"`` → ``seat-pricing``)."""
+    """A lowercase slug of the first words of ``text``: ``"Seat pricing!"`` → ``seat-pricing``."""
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
     words = [w for w in _SLUG_STRIP.split(ascii_text.lower()) if w][:max_words]
     slug = "-".join(words)[:max_len].strip("-")

@@ -12,9 +12,11 @@ The *base* of a node at time T sums what touches it directly::
 
     base(n, T) = Σ_{edges e of n} w_e · decay(T − t_e) + read_bonus · decay(T − t_read(n))
 
-Its *activation* adds one damped hop of the same from its distinct neighbours::
+Its *activation* adds one damped hop of the same from its distinct neighbours, each sharing its
+base equally among its own neighbours (ACT-R's fan effect; PageRank divides the same way), so a
+hub does not keep every neighbour alive on its own::
 
-    A(n, T) = base(n, T) + spread · Σ_{m ∈ N(n)} base(m, T)
+    A(n, T) = base(n, T) + spread · Σ_{m ∈ N(n)} base(m, T) / degree(m)
 
 Because every term decays with the same exponential, ``A(n, T) = 2^(−(T−E)/h) · K(n)`` for any
 reference time E (the *epoch*), where the *key* ``K(n)`` is the same sum with each term written
@@ -116,7 +118,9 @@ def _positive(name: str, value: float) -> None:
 
 def _non_negative(name: str, value: float) -> None:
     if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-        raise InvalidInput(f"{name} must be a non-negative finite number, got {value!r}", field=name)
+        raise InvalidInput(
+            f"{name} must be a non-negative finite number, got {value!r}", field=name
+        )
 
 
 def decay(age_us: Num, half_life_us: float) -> Num:
@@ -129,7 +133,7 @@ def decay(age_us: Num, half_life_us: float) -> Num:
 
 
 def term_key(weight: Num, at_us: Num, epoch_us: int, half_life_us: float) -> Num:
-    """One term of a key: ``weight · 2^((at − epoch)/h)``; its activation at T is ``term · scale(T)``."""
+    """One term of a key, ``weight · 2^((at − epoch)/h)``; at T it counts ``term · scale(T)``."""
     if isinstance(at_us, (int, float)):
         return weight * float(2.0 ** ((at_us - epoch_us) / half_life_us))
     import numpy as np
@@ -156,21 +160,29 @@ def base_key(
     return float(total)
 
 
-def activation_key(own_base: float, neighbour_bases: Iterable[float], cfg: Config) -> float:
-    """Key of a node's activation: its base plus ``spread`` times its distinct neighbours' bases."""
-    return float(own_base + cfg.spread * sum(neighbour_bases))
+def share(base: float, degree: int) -> float:
+    """What a node passes to each neighbour before damping: its base split over its degree."""
+    return base / degree if degree > 0 else 0.0
+
+
+def activation_key(own_base: float, neighbours: Iterable[tuple[float, int]], cfg: Config) -> float:
+    """Key of a node's activation: its base plus ``spread`` times its neighbours' shares.
+
+    ``neighbours`` gives ``(base_key, degree)`` for each distinct neighbour.
+    """
+    return float(own_base + cfg.spread * sum(share(b, d) for b, d in neighbours))
 
 
 def activation_direct(
     edges: Iterable[tuple[float, int]],
     last_read_us: int | None,
-    neighbours: Iterable[tuple[Iterable[tuple[float, int]], int | None]],
+    neighbours: Iterable[tuple[Iterable[tuple[float, int]], int | None, int]],
     now_us: int,
     cfg: Config,
 ) -> float:
     """``A(n, T)`` from first principles (no keys, no epoch): the reference the key form must equal.
 
-    ``neighbours`` gives, per distinct neighbour, its own ``(edges, last_read_us)``.
+    ``neighbours`` gives, per distinct neighbour, its own ``(edges, last_read_us, degree)``.
     """
     h = cfg.half_life_us
 
@@ -180,7 +192,9 @@ def activation_direct(
             total += cfg.read_bonus * decay(now_us - read, h)
         return float(total)
 
-    return base(edges, last_read_us) + cfg.spread * sum(base(es, r) for es, r in neighbours)
+    return base(edges, last_read_us) + cfg.spread * sum(
+        share(base(es, r), d) for es, r, d in neighbours
+    )
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ UPDATABLE_FIELDS = frozenset(
         "queued_at",
         "base_key",
         "key",
+        "degree",
         "kind",
     }
 )
@@ -131,7 +132,7 @@ class GraphStore(ABC):
 
     @abstractmethod
     def incident(self, namespace: str, ids: Sequence[str]) -> list[Incident]:
-        """Every edge touching any of ``ids``, in both directions, with the node at the other end."""
+        """Every edge touching any of ``ids`` (both directions), with the node at its other end."""
 
     # -- finding -----------------------------------------------------------------------------
     @abstractmethod

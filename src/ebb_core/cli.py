@@ -1,0 +1,517 @@
+"""``ebb``: the command line, a thin shell over :class:`~ebb_core.engine.Brain`.
+
+Every command prints a readable table by default and JSON with ``--json``. Errors print one line
+naming what went wrong and what to do, and exit non-zero: never a traceback (set ``EBB_DEBUG=1``
+to see one).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import click
+from pydantic import BaseModel
+from rich.console import Console
+from rich.table import Table
+
+from .engine import Brain
+from .errors import EbbError, InvalidInput, NotFound, StoreLocked
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err.print(f"[bold red]error:[/] {message}", markup=True)
+    raise SystemExit(code)
+
+
+def handle_errors(fn: F) -> F:
+    """Turn Ebb errors (and anything unexpected) into one clear line and a non-zero exit."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (SystemExit, click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except StoreLocked as exc:
+            _fail(str(exc), 3)
+        except (NotFound, InvalidInput) as exc:
+            _fail(str(exc), 2)
+        except EbbError as exc:
+            _fail(str(exc), 1)
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+        except Exception as exc:
+            if os.environ.get("EBB_DEBUG"):
+                raise
+            _fail(f"unexpected {type(exc).__name__}: {exc} (set EBB_DEBUG=1 for details)", 1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _dump(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list):
+        return [_dump(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _dump(v) for k, v in value.items()}
+    return value
+
+
+def emit_json(value: Any) -> None:
+    click.echo(json.dumps(_dump(value), indent=2, ensure_ascii=False))
+
+
+class Ctx:
+    def __init__(self, db: str | None, backend: str | None, namespace: str | None) -> None:
+        self.db, self.backend, self.namespace = db, backend, namespace
+
+    @contextmanager
+    def brain(self) -> Iterator[Brain]:
+        brain = Brain.open(self.db, backend=self.backend, namespace=self.namespace, wait=2.0)
+        try:
+            yield brain
+        finally:
+            brain.close()
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", envvar="EBB_DB_PATH", help="Embedded store file (EBB_DB_PATH, ./ebb_db).")
+@click.option("--backend", envvar="EBB_BACKEND", help="kuzu (default) or neo4j (EBB_BACKEND).")
+@click.option("--namespace", "-n", envvar="EBB_NAMESPACE", help="Namespace (EBB_NAMESPACE).")
+@click.version_option(package_name="ebb-memory")
+@click.pass_context
+def main(ctx: click.Context, db: str | None, backend: str | None, namespace: str | None) -> None:
+    """Ebb: long-term memory for AI agents, kept as a graph."""
+    ctx.obj = Ctx(db, backend, namespace)
+
+
+pass_ctx = click.make_pass_decorator(Ctx)
+
+
+def _node_table(rows: list[Any], title: str | None = None) -> Table:
+    t = Table(title=title, show_lines=False)
+    for col in ("id", "kind", "tier", "text"):
+        t.add_column(col, overflow="fold")
+    for n in rows:
+        t.add_row(n.id, n.kind, n.tier.label + (" (pinned)" if n.pinned else ""), _short(n.text))
+    return t
+
+
+def _short(text: str, n: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+@main.command()
+@click.argument("text")
+@click.option("--kind", default="note", show_default=True, help="Kind of memory.")
+@click.option("--id", "id_", help="Id like kind:slug (generated when omitted).")
+@click.option("--link", "links", multiple=True, help="Id of a memory to link to (repeatable).")
+@click.option("--props", help="JSON object of extra properties.")
+@click.option("--pin", is_flag=True, help="Pin it: never archived.")
+@json_option
+@pass_ctx
+@handle_errors
+def remember(
+    c: Ctx,
+    text: str,
+    kind: str,
+    id_: str | None,
+    links: tuple[str, ...],
+    props: str | None,
+    pin: bool,
+    as_json: bool,
+) -> None:
+    """Store a memory (TEXT) and link it to others."""
+    try:
+        parsed = json.loads(props) if props else None
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"--props is not valid JSON: {exc}", field="props") from None
+    with c.brain() as b:
+        node = b.remember(text, kind=kind, id=id_, links=links, props=parsed, pinned=pin)
+    if as_json:
+        emit_json(node)
+    else:
+        out.print(f"remembered {node.id}")
+
+
+@main.command()
+@click.argument("query")
+@click.option("-k", default=5, show_default=True, help="How many results.")
+@click.option("--depth", default=1, show_default=True, help="1 hot, 2 +warm, 3 +cold.")
+@click.option("--archived", is_flag=True, help="Include cold (archived) memories.")
+@click.option("--kind", "kinds", multiple=True, help="Only these kinds (repeatable).")
+@click.option("--no-reinforce", is_flag=True, help="Look without reinforcing what is returned.")
+@json_option
+@pass_ctx
+@handle_errors
+def recall(
+    c: Ctx,
+    query: str,
+    k: int,
+    depth: int,
+    archived: bool,
+    kinds: tuple[str, ...],
+    no_reinforce: bool,
+    as_json: bool,
+) -> None:
+    """Find the memories most relevant to QUERY, and why each surfaced."""
+    with c.brain() as b:
+        hits = b.recall(
+            query,
+            k,
+            depth=depth,
+            include_archived=archived,
+            kinds=kinds,
+            reinforce=not no_reinforce,
+        )
+    if as_json:
+        emit_json(hits)
+        return
+    if not hits:
+        out.print("no memories matched")
+        return
+    t = Table()
+    for col in ("#", "id", "score", "tier", "text", "why"):
+        t.add_column(col, overflow="fold")
+    for i, h in enumerate(hits, 1):
+        t.add_row(
+            str(i),
+            h.id,
+            f"{h.score:.3f}",
+            h.node.tier.label,
+            _short(h.node.text, 50),
+            h.why.summary,
+        )
+    out.print(t)
+
+
+@main.command()
+@click.argument("src")
+@click.argument("dst")
+@click.option("--kind", default="related", show_default=True)
+@click.option("--weight", type=float, default=None, help="Edge weight (default 1.0).")
+@json_option
+@pass_ctx
+@handle_errors
+def connect(c: Ctx, src: str, dst: str, kind: str, weight: float | None, as_json: bool) -> None:
+    """Link SRC to DST (or reinforce that link)."""
+    with c.brain() as b:
+        edge = b.connect(src, dst, kind=kind, weight=weight)
+    if as_json:
+        emit_json(edge)
+    else:
+        out.print(f"{edge.src} -[{edge.kind} {edge.weight:g}]-> {edge.dst}")
+
+
+@main.command()
+@click.argument("id_", metavar="ID")
+@click.option("--with", "with_id", help="Only reinforce the link to this memory.")
+@json_option
+@pass_ctx
+@handle_errors
+def reinforce(c: Ctx, id_: str, with_id: str | None, as_json: bool) -> None:
+    """Mark memory ID as used: its clocks reset."""
+    with c.brain() as b:
+        node = b.reinforce(id_, with_id=with_id)
+        act = b.activation(id_)
+    if as_json:
+        emit_json({"node": node, "activation": act})
+    else:
+        out.print(f"reinforced {node.id}: activation {act:.3f}, tier {node.tier.label}")
+
+
+@main.command()
+@click.argument("id_", metavar="ID")
+@click.option("--reason", default="", help="Why it should go.")
+@json_option
+@pass_ctx
+@handle_errors
+def forget(c: Ctx, id_: str, reason: str, as_json: bool) -> None:
+    """Queue memory ID for deletion (a human approves it with `ebb approve`)."""
+    with c.brain() as b:
+        item = b.forget(id_, reason, actor="cli")
+    if as_json:
+        emit_json(item)
+    else:
+        out.print(f"{item.id} is frozen and waits in the review queue (ebb review / ebb approve)")
+
+
+@main.command()
+@click.argument("id_", metavar="ID")
+@json_option
+@pass_ctx
+@handle_errors
+def restore(c: Ctx, id_: str, as_json: bool) -> None:
+    """Bring memory ID back to hot (out of the review queue or an archive tier)."""
+    with c.brain() as b:
+        node = b.restore(id_, actor="cli")
+    if as_json:
+        emit_json(node)
+    else:
+        out.print(f"restored {node.id} to hot")
+
+
+@main.command()
+@click.argument("id_", metavar="ID")
+@json_option
+@pass_ctx
+@handle_errors
+def pin(c: Ctx, id_: str, as_json: bool) -> None:
+    """Pin memory ID: it stays hot and never archives."""
+    with c.brain() as b:
+        node = b.pin(id_, actor="cli")
+    emit_json(node) if as_json else out.print(f"pinned {node.id}")
+
+
+@main.command()
+@click.argument("id_", metavar="ID")
+@json_option
+@pass_ctx
+@handle_errors
+def unpin(c: Ctx, id_: str, as_json: bool) -> None:
+    """Unpin memory ID."""
+    with c.brain() as b:
+        node = b.unpin(id_, actor="cli")
+    emit_json(node) if as_json else out.print(f"unpinned {node.id}")
+
+
+@main.command()
+@click.argument("id_", metavar="ID")
+@click.option("--limit", default=20, show_default=True)
+@json_option
+@pass_ctx
+@handle_errors
+def neighbors(c: Ctx, id_: str, limit: int, as_json: bool) -> None:
+    """Memories linked to ID, strongest (decayed) link first."""
+    with c.brain() as b:
+        rows = b.neighbors(id_, limit=limit)
+    if as_json:
+        emit_json(rows)
+        return
+    t = Table()
+    for col in ("id", "link", "weight", "decayed", "tier", "text"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        arrow = f"-{r.edge.kind}->" if r.edge.src == id_ else f"<-{r.edge.kind}-"
+        t.add_row(
+            r.node.id,
+            arrow,
+            f"{r.edge.weight:g}",
+            f"{r.decayed_weight:.3f}",
+            r.node.tier.label,
+            _short(r.node.text, 50),
+        )
+    out.print(t)
+
+
+@main.command()
+@click.option(
+    "--spreading",
+    default="default",
+    show_default=True,
+    help="Spreading pass: default, or pagerank where the backend has it.",
+)
+@json_option
+@pass_ctx
+@handle_errors
+def maintain(c: Ctx, spreading: str, as_json: bool) -> None:
+    """Re-score everything and re-tier: archive what decayed, queue what froze."""
+    with c.brain() as b:
+        if as_json:
+            report = b.maintain(spreading=spreading)
+        else:
+            with err.status("maintaining: re-scoring and re-tiering every memory…"):
+                report = b.maintain(spreading=spreading)
+    if as_json:
+        emit_json(report)
+        return
+    moved = ", ".join(f"{k}: {v}" for k, v in sorted(report.moved.items())) or "none"
+    out.print(
+        f"scored {report.scanned} memories; moves: {moved}; "
+        f"{len(report.newly_queued)} newly queued for review"
+    )
+
+
+@main.command()
+@click.option("--limit", default=100, show_default=True)
+@json_option
+@pass_ctx
+@handle_errors
+def review(c: Ctx, limit: int, as_json: bool) -> None:
+    """The review queue: memories waiting for a human to approve deletion (or restore)."""
+    with c.brain() as b:
+        items = b.review_queue(limit)
+    if as_json:
+        emit_json(items)
+        return
+    if not items:
+        out.print("the review queue is empty")
+        return
+    t = Table(title="review queue")
+    for col in ("id", "queued", "reason", "text"):
+        t.add_column(col, overflow="fold")
+    for i in items:
+        t.add_row(
+            i.id, i.queued_at.isoformat() if i.queued_at else "", i.reason, _short(i.text, 50)
+        )
+    out.print(t)
+    out.print("approve with: ebb approve ID... --by YOUR-NAME   |   keep with: ebb restore ID")
+
+
+@main.command()
+@click.argument("ids", nargs=-1, required=True)
+@click.option(
+    "--by", "approved_by", required=True, help="Who approves (recorded in the audit log)."
+)
+@click.option("--note", default="", help="A note for the audit log.")
+@json_option
+@pass_ctx
+@handle_errors
+def approve(c: Ctx, ids: tuple[str, ...], approved_by: str, note: str, as_json: bool) -> None:
+    """Delete reviewed memories IDS for good (only ones in the review queue)."""
+    with c.brain() as b:
+        deleted = b.approve_deletion(list(ids), approved_by=approved_by, note=note)
+    if as_json:
+        emit_json({"deleted": deleted})
+    else:
+        out.print(f"deleted {len(deleted)}: {', '.join(deleted)} (audited; see ebb log)")
+
+
+@main.command()
+@json_option
+@pass_ctx
+@handle_errors
+def stats(c: Ctx, as_json: bool) -> None:
+    """Counts for the namespace: memories per tier, edges, review queue."""
+    with c.brain() as b:
+        s = b.stats()
+    if as_json:
+        emit_json(s)
+        return
+    t = Table(title=f"ebb · {s.namespace} · {s.backend} · {s.location}", show_header=False)
+    t.add_column("what")
+    t.add_column("value", justify="right")
+    t.add_row("memories", str(s.nodes))
+    for tier, n in s.by_tier.items():
+        t.add_row(f"  {tier}", str(n))
+    for label, value in (
+        ("edges", s.edges),
+        ("pinned", s.pinned),
+        ("review queue", s.review_queue),
+        ("audit entries", s.audit_entries),
+    ):
+        t.add_row(label, str(value))
+    t.add_row("half-life (days)", f"{s.half_life_days:g}")
+    out.print(t)
+
+
+@main.command("log")
+@click.option("--limit", default=50, show_default=True)
+@click.option("--id", "node_id", help="Only entries about this memory.")
+@click.option("--action", help="Only this action (forget, restore, delete, freeze...).")
+@json_option
+@pass_ctx
+@handle_errors
+def log_cmd(c: Ctx, limit: int, node_id: str | None, action: str | None, as_json: bool) -> None:
+    """The audit log: every tier change, forget, restore, pin and approved deletion."""
+    with c.brain() as b:
+        entries = b.audit_log(limit, node_id=node_id, action=action)
+    if as_json:
+        emit_json(entries)
+        return
+    t = Table(title="audit log")
+    for col in ("#", "at", "action", "id", "tiers", "by", "reason"):
+        t.add_column(col, overflow="fold")
+    for e in entries:
+        tiers = (
+            f"{e.from_tier.label if e.from_tier else '-'} → {e.to_tier.label if e.to_tier else '-'}"
+        )
+        t.add_row(str(e.seq), e.at.isoformat(), e.action, e.node_id, tiers, e.actor, e.reason)
+    out.print(t)
+
+
+@main.command()
+@click.argument("dest", type=click.Path(dir_okay=False, writable=True))
+@click.option("--all-namespaces", is_flag=True, help="Export every namespace in the store.")
+@pass_ctx
+@handle_errors
+def export(c: Ctx, dest: str, all_namespaces: bool) -> None:
+    """Write the namespace to DEST as JSON Lines (lossless; '-' for stdout)."""
+    with c.brain() as b:
+        if dest == "-":
+            n = b.export(sys.stdout, all_namespaces=all_namespaces)
+            return
+        n = b.export(dest, all_namespaces=all_namespaces)
+    err.print(f"exported {n} records to {dest}")
+
+
+@main.command("import")
+@click.argument("src", type=click.Path(dir_okay=False))
+@click.option("--into", "into", help="Put every memory into this namespace instead.")
+@json_option
+@pass_ctx
+@handle_errors
+def import_cmd(c: Ctx, src: str, into: str | None, as_json: bool) -> None:
+    """Load an export from SRC (refuses, changing nothing, if an id already exists)."""
+    from rich.progress import Progress
+
+    with c.brain() as b:
+        if as_json:
+            counts = b.import_(src, namespace=into)
+        else:
+            with Progress(console=err, transient=True) as bar:
+                task = bar.add_task("importing", total=None)
+
+                def step(done: int, total: int) -> None:
+                    bar.update(task, completed=done, total=total)
+
+                counts = b.import_(src, namespace=into, progress=step)
+    if as_json:
+        emit_json(counts)
+    else:
+        out.print(
+            f"imported {counts['nodes']} memories, {counts['edges']} edges, "
+            f"{counts['audit']} audit entries"
+        )
+
+
+@main.command()
+@json_option
+@click.option("--db", "demo_db", help="Keep the demo store at this path (default: a temp file).")
+@handle_errors
+def demo(as_json: bool, demo_db: str | None) -> None:
+    """The narrated walkthrough on a fictional seed graph (deterministic)."""
+    from .demo import run
+
+    run(as_json=as_json, path=demo_db)
+
+
+def _register_optional() -> None:
+    try:
+        from .mcp_server import mcp_command
+    except ImportError:  # the server module is optional until present
+        return
+    main.add_command(mcp_command)
+
+
+_register_optional()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
