@@ -689,6 +689,30 @@ class Brain:
         """One memory by id (any tier), without reinforcing it."""
         return self._require([id])[id]
 
+    def read(self, ids: Sequence[str], *, reinforce: bool = True) -> list[Node]:
+        """The memories among ``ids`` that exist and are not in the review queue, in the order
+        given. Missing and frozen ids are skipped. What is returned is reinforced as recall
+        reinforces its hits (read clock reset) unless ``reinforce=False``.
+
+        For adapters that fetch memories by id (a chat transcript, a key-value get).
+        """
+        wanted = list(dict.fromkeys(validate_id(i) for i in ids))
+        with self._tx():
+            found = self._s.store.get_nodes(self._ns, wanted) if wanted else {}
+            nodes = {i: found[i] for i in wanted if i in found and found[i].tier != Tier.FROZEN}
+            if reinforce and nodes:
+                self._mark_read(nodes, self._now_us())
+            return list(nodes.values())
+
+    def _mark_read(
+        self, nodes: Mapping[str, Node], now_us: int, incident: Sequence[Incident] | None = None
+    ) -> None:
+        """Reset the read clock of ``nodes`` (what recall and read return), then re-tier them."""
+        now = from_us(now_us)
+        touched = {i: n.model_copy(update={"last_read_at": now}) for i, n in nodes.items()}
+        keys = self._rescore(touched, incident, extra={i: {"last_read_at": now} for i in nodes})
+        self._promote(touched, keys)
+
     def recall(
         self,
         query: str,
@@ -752,12 +776,7 @@ class Brain:
             incident = self._s.store.incident(self._ns, list(nodes))
             hits = [self._hit(r, terms, incident, now_us) for r in chosen]
             if reinforce:
-                now = from_us(now_us)
-                touched = {i: n.model_copy(update={"last_read_at": now}) for i, n in nodes.items()}
-                keys = self._rescore(
-                    touched, incident, extra={i: {"last_read_at": now} for i in nodes}
-                )
-                self._promote(touched, keys)
+                self._mark_read(nodes, now_us, incident)
             return hits
 
     def _hit(
