@@ -1,0 +1,145 @@
+"""``EbbMemoryBlock``: Ebb as a long-term memory block of LlamaIndex's ``Memory``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from llama_index.core.base.llms.types import ContentBlock, TextBlock
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.llms import ChatMessage
+from llama_index.core.memory import BaseMemoryBlock
+from llama_index.core.utils import get_tokenizer
+
+from ebb_core import Brain, InvalidInput, NotFound, RecallHit
+
+from ._nodes import message_text, query_from
+
+DEFAULT_TEMPLATE = "- [{id}] {text}"
+
+
+class EbbMemoryBlock(BaseMemoryBlock[list[ContentBlock]]):
+    """A memory block for ``llama_index.core.memory.Memory`` backed by a :class:`~ebb_core.Brain`.
+
+    Messages that ``Memory`` flushes out of its short-term queue become memories of kind
+    ``message_kind``, each linked to the one before it in the same session (``next`` edges) and
+    to the memories it mentions (``mentions`` edges, see :meth:`Brain.mentioned_in`). When
+    ``Memory`` is read, the block recalls the ``k`` memories most relevant to the latest
+    messages, reinforces them (unless ``reinforce=False``) and returns one text block per
+    memory, best first, formatted with ``template`` (fields ``id``, ``kind``, ``text``,
+    ``tier``, ``score``, ``why``).
+
+    Priority and truncation follow ``Memory``: ``priority=0`` keeps the block whole; any other
+    priority lets ``Memory`` truncate it when memory blocks and chat history together exceed
+    the token limit (lower numbers first), and the block then drops its least relevant
+    memories first. What was recalled was reinforced even if truncation later dropped it.
+
+    >>> memory = Memory.from_defaults(session_id="s1", token_limit=4000,
+    ...                               memory_blocks=[EbbMemoryBlock(brain=brain)])
+    ... # doctest: +SKIP
+    """
+
+    name: str = Field(default="ebb_memory", description="The name of the memory block.")
+    description: str | None = Field(
+        default="Long-term memories recalled from Ebb, most relevant first.",
+        description="A description of the memory block.",
+    )
+    priority: int = Field(
+        default=1,
+        description="0 = never truncate; otherwise Memory truncates lower numbers first.",
+    )
+    brain: Brain = Field(exclude=True, description="The Ebb brain (namespace) to use.")
+    k: int = Field(default=5, ge=1, le=1000, description="How many memories to recall.")
+    depth: int = Field(default=1, ge=1, le=3, description="1 hot, 2 adds warm, 3 adds cold.")
+    kinds: list[str] = Field(default_factory=list, description="Recall only these kinds.")
+    reinforce: bool = Field(default=True, description="Reinforce what is recalled.")
+    query_messages: int = Field(
+        default=3, ge=1, description="How many of the latest messages form the recall query."
+    )
+    message_kind: str = Field(default="message", description="Kind of stored chat messages.")
+    roles: list[str] = Field(
+        default_factory=lambda: ["user", "assistant"],
+        description="Roles whose flushed messages are stored (tool output is not, by default).",
+    )
+    link_mentions: bool = Field(
+        default=True, description="Link each stored message to the memories it mentions."
+    )
+    template: str = Field(default=DEFAULT_TEMPLATE, description="Format of one recalled memory.")
+    tokenizer_fn: Callable[[str], list[Any]] = Field(
+        default_factory=get_tokenizer,
+        exclude=True,
+        description="Counts tokens when truncating (the same default as Memory's).",
+    )
+
+    _last_message: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    async def _aget(
+        self, messages: list[ChatMessage] | None = None, **block_kwargs: Any
+    ) -> list[ContentBlock]:
+        query = query_from(messages or [], self.query_messages)
+        if not query:
+            return []
+        hits = await asyncio.to_thread(self._recall, query)
+        return [TextBlock(text=self._format(hit)) for hit in hits]
+
+    async def _aput(self, messages: list[ChatMessage]) -> None:
+        if messages:
+            await asyncio.to_thread(self._store, messages)
+
+    async def atruncate(
+        self, content: list[ContentBlock], tokens_to_truncate: int
+    ) -> list[ContentBlock] | None:
+        """Drop the least relevant memories (the last blocks) until enough tokens are freed."""
+        kept = list(content)
+        freed = 0
+        while kept and freed < tokens_to_truncate:
+            block = kept.pop()
+            if isinstance(block, TextBlock):
+                freed += len(self.tokenizer_fn(block.text))
+        return kept or None
+
+    def _recall(self, query: str) -> list[RecallHit]:
+        return self.brain.recall(
+            query, self.k, depth=self.depth, kinds=self.kinds, reinforce=self.reinforce
+        )
+
+    def _format(self, hit: RecallHit) -> str:
+        node = hit.node
+        return self.template.format(
+            id=node.id,
+            kind=node.kind,
+            text=node.text,
+            tier=node.tier.label,
+            score=hit.score,
+            why=hit.why.summary,
+        )
+
+    def _store(self, messages: Sequence[ChatMessage]) -> None:
+        for message in messages:
+            text = message_text(message)
+            if not text or message.role.value not in self.roles:
+                continue
+            session = str(message.additional_kwargs.get("session_id", ""))
+            mentioned = (
+                self.brain.mentioned_in(text, exclude_kinds=[self.message_kind])
+                if self.link_mentions
+                else []
+            )
+            props: dict[str, Any] = {"role": message.role.value}
+            if session:
+                props["session_id"] = session
+            node = self.brain.remember(
+                text,
+                kind=self.message_kind,
+                props=props,
+                links=[m.id for m in mentioned],
+                link_kind="mentions",
+            )
+            previous = self._last_message.get(session)
+            if previous is not None:
+                # The previous message may have been forgotten or deleted since: then no link.
+                with contextlib.suppress(NotFound, InvalidInput):
+                    self.brain.connect(previous, node.id, kind="next")
+            self._last_message[session] = node.id

@@ -1,0 +1,334 @@
+"""Engine behaviour on every backend (the conformance suite): same inputs, same clock, same results."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from datetime import timedelta
+
+from ebb_core import Brain, FixedClock, InvalidInput, NotFound, Tier
+from ebb_core.clock import to_us
+from ebb_core.store import GraphStore
+
+
+def _keys(brain: Brain) -> dict[str, tuple[float, float, int]]:
+    return {
+        n.id: (n.base_key, n.key, n.degree)
+        for batch in brain.store.scan_nodes(brain.namespace)
+        for n in batch
+    }
+
+
+def _small_graph(brain: Brain, clock: FixedClock) -> None:
+    brain.remember("Acme Corp is our largest client", kind="client", id="client:acme")
+    brain.remember("Maya runs product", kind="person", id="person:maya")
+    clock.advance(days=10)
+    brain.remember(
+        "We bill Acme per resolved ticket",
+        kind="decision",
+        id="decision:outcome",
+        links=["client:acme", "person:maya"],
+    )
+    clock.advance(days=5)
+    brain.remember("Old seat pricing notes", kind="note", id="note:seats", links=["client:acme"])
+
+
+def test_remember_generates_kind_slug_ids(brain: Brain) -> None:
+    a = brain.remember("Seat pricing: $40 per user!", kind="decision")
+    b = brain.remember("Seat pricing: $40 per user!", kind="decision")
+    assert a.id == "decision:seat-pricing-40-per-user"
+    assert b.id == "decision:seat-pricing-40-per-user-2"
+    assert brain.get(a.id).text == "Seat pricing: $40 per user!"
+
+
+def test_new_memory_starts_hot_with_read_bonus(brain: Brain) -> None:
+    n = brain.remember("fresh fact", kind="fact", id="fact:x")
+    assert n.tier is Tier.HOT
+    assert brain.activation("fact:x") == pytest.approx(brain.config.read_bonus)
+
+
+def test_incremental_keys_equal_full_recompute(brain: Brain, clock: FixedClock) -> None:
+    """Every write updates keys locally; they must equal a from-scratch recomputation."""
+    _small_graph(brain, clock)
+    clock.advance(days=3)
+    brain.recall("Acme ticket pricing")
+    brain.connect("note:seats", "person:maya", kind="mentions", weight=2.5)
+    clock.advance(days=1)
+    brain.reinforce("client:acme")
+    brain.reinforce("decision:outcome", with_id="person:maya")
+    brain.forget("note:seats", "superseded")
+    brain.approve_deletion(["note:seats"], approved_by="tester")
+    brain.restore("person:maya")
+    incremental = _keys(brain)
+    brain.maintain()
+    exact = _keys(brain)
+    assert incremental.keys() == exact.keys()
+    for i, (b, k, d) in incremental.items():
+        assert b == pytest.approx(exact[i][0], rel=1e-9), i
+        assert k == pytest.approx(exact[i][1], rel=1e-9), i
+        assert d == exact[i][2], i
+
+
+def test_recall_explains_and_reinforces(brain: Brain, clock: FixedClock) -> None:
+    _small_graph(brain, clock)
+    clock.advance(days=20)
+    before = brain.activation("decision:outcome")
+    hits = brain.recall("how do we bill Acme?", k=3)
+    assert hits[0].id == "decision:outcome"
+    why = hits[0].why
+    assert set(why.matched_terms) >= {"bill", "acme"}
+    assert why.tier is Tier.HOT
+    assert {link.id for link in why.live_links} == {"client:acme", "person:maya"}
+    assert why.activation == pytest.approx(why.edges_part + why.read_part + why.spread_part)
+    assert "matched" in why.summary and "tier hot" in why.summary
+    assert brain.activation("decision:outcome") > before
+    assert brain.get("decision:outcome").last_read_at == clock.now()
+
+
+def test_recall_without_reinforce_changes_nothing(brain: Brain, clock: FixedClock) -> None:
+    _small_graph(brain, clock)
+    clock.advance(days=20)
+    before = _keys(brain)
+    hits = brain.recall("Acme", reinforce=False)
+    assert hits
+    assert _keys(brain) == before
+
+
+def test_recall_ranks_fresh_over_stale_with_equal_text(brain: Brain, clock: FixedClock) -> None:
+    brain.remember("pricing decision alpha", kind="decision", id="decision:old")
+    clock.advance(days=120)
+    brain.remember("pricing decision beta", kind="decision", id="decision:new")
+    ids = [h.id for h in brain.recall("pricing decision", k=2, reinforce=False)]
+    assert ids == ["decision:new", "decision:old"]
+
+
+def test_recall_respects_tiers(brain: Brain, clock: FixedClock) -> None:
+    brain.remember("hub of pricing", kind="note", id="note:hub")
+    for i in range(5):
+        brain.remember(f"spoke {i}", kind="note", id=f"note:s{i}", links=["note:hub"])
+    brain.remember("ancient pricing memo", kind="note", id="note:ancient")
+    clock.advance(days=400)
+    for i in range(5):
+        brain.reinforce(f"note:s{i}")
+    brain.maintain()
+    assert brain.get("note:ancient").tier is Tier.FROZEN
+    brain.restore("note:ancient")
+    brain.update_tier_for_test = None  # type: ignore[attr-defined]
+    # put it in cold by hand through the store, then check which depths see it
+    brain.store.update_nodes(brain.namespace, {"note:ancient": {"tier": Tier.COLD}})
+    assert "note:ancient" not in [h.id for h in brain.recall("memo", reinforce=False)]
+    assert "note:ancient" not in [h.id for h in brain.recall("memo", depth=2, reinforce=False)]
+    assert "note:ancient" in [
+        h.id for h in brain.recall("memo", include_archived=True, reinforce=False)
+    ]
+    brain.forget("note:ancient")
+    assert not brain.recall("memo", include_archived=True)
+
+
+def test_recall_promotes_a_used_archived_memory(brain: Brain, clock: FixedClock) -> None:
+    brain.remember("hub", kind="note", id="note:hub")
+    brain.remember("rarely used memo about invoices", kind="note", id="note:memo")
+    brain.store.update_nodes(brain.namespace, {"note:memo": {"tier": Tier.COLD}})
+    hits = brain.recall("invoices", include_archived=True)
+    assert [h.id for h in hits] == ["note:memo"]
+    assert brain.get("note:memo").tier is Tier.HOT
+    assert brain.audit_log(action="promote")[-1].node_id == "note:memo"
+
+
+def test_maintain_freezes_decayed_and_never_deletes(brain: Brain, clock: FixedClock) -> None:
+    for i in range(3):
+        brain.remember(f"stale analysis {i}", kind="note", id=f"note:a{i}")
+    clock.advance(days=300)
+    brain.remember("live decision", kind="decision", id="decision:live")
+    report = brain.maintain()
+    assert sorted(report.newly_queued) == ["note:a0", "note:a1", "note:a2"]
+    assert report.moved == {"hot->frozen": 3}
+    queue = brain.review_queue()
+    assert [q.id for q in queue] == ["note:a0", "note:a1", "note:a2"]
+    assert all(q.reason.startswith("decayed") for q in queue)
+    assert brain.stats().nodes == 4
+    assert [e.action for e in brain.audit_log()] == ["freeze"] * 3
+    # a second pass moves nothing and frozen stays frozen
+    assert brain.maintain().moved == {}
+
+
+def test_pinned_memories_never_archive(brain: Brain, clock: FixedClock) -> None:
+    brain.remember("company values", kind="fact", id="fact:values", pinned=True)
+    clock.advance(days=900)
+    brain.remember("something new", kind="note")
+    brain.maintain()
+    assert brain.get("fact:values").tier is Tier.HOT
+    with pytest.raises(InvalidInput, match="pinned"):
+        brain.forget("fact:values")
+    brain.unpin("fact:values")
+    brain.maintain()
+    assert brain.get("fact:values").tier is Tier.FROZEN
+
+
+def test_forget_review_approve_flow(brain: Brain, clock: FixedClock) -> None:
+    _small_graph(brain, clock)
+    item = brain.forget("note:seats", "superseded by outcome pricing")
+    assert item.reason == "forgotten: superseded by outcome pricing"
+    assert brain.get("note:seats").tier is Tier.FROZEN
+    assert "note:seats" not in [h.id for h in brain.recall("seat pricing notes", depth=3)]
+    with pytest.raises(InvalidInput, match="not in the review queue"):
+        brain.approve_deletion(["client:acme"], approved_by="ana")
+    with pytest.raises(InvalidInput, match="approved_by"):
+        brain.approve_deletion(["note:seats"], approved_by=" ")
+    assert brain.approve_deletion(["note:seats"], approved_by="ana", note="ok") == ["note:seats"]
+    with pytest.raises(NotFound, match="note:seats"):
+        brain.get("note:seats")
+    entry = brain.audit_log(action="delete")[-1]
+    assert entry.actor == "ana" and entry.payload is not None
+    assert entry.payload["node"]["text"] == "Old seat pricing notes"
+    assert entry.payload["edges"][0]["dst"] == "client:acme"
+    assert [e.action for e in brain.audit_log()] == ["forget", "delete"]
+
+
+def test_restore_brings_back_to_hot(brain: Brain, clock: FixedClock) -> None:
+    _small_graph(brain, clock)
+    brain.forget("note:seats")
+    node = brain.restore("note:seats")
+    assert node.tier is Tier.HOT and node.review_reason is None and node.queued_at is None
+    assert brain.review_queue() == []
+    assert brain.audit_log()[-1].action == "restore"
+
+
+def test_connect_reinforces_existing_edge(brain: Brain, clock: FixedClock) -> None:
+    _small_graph(brain, clock)
+    clock.advance(days=30)
+    edge = brain.connect("decision:outcome", "client:acme", kind="related")
+    assert edge.reinforced_at == clock.now()
+    assert edge.weight == 1.0
+    assert len([n for n in brain.neighbors("client:acme") if n.node.id == "decision:outcome"]) == 1
+    brain.connect("decision:outcome", "client:acme", kind="related", weight=3.0)
+    top = brain.neighbors("client:acme")[0]
+    assert top.node.id == "decision:outcome" and top.edge.weight == 3.0
+
+
+def test_neighbors_strongest_decayed_first(brain: Brain, clock: FixedClock) -> None:
+    _small_graph(brain, clock)
+    rows = brain.neighbors("client:acme")
+    assert [r.node.id for r in rows] == ["note:seats", "decision:outcome"]
+    assert rows[0].decayed_weight > rows[1].decayed_weight
+
+
+def test_namespaces_are_isolated(brain: Brain) -> None:
+    other = brain.scoped("someone-else")
+    brain.remember("secret pricing plan", kind="note", id="note:plan")
+    other.remember("public pricing page", kind="note", id="note:plan")
+    assert [h.node.text for h in brain.recall("pricing")] == ["secret pricing plan"]
+    assert [h.node.text for h in other.recall("pricing")] == ["public pricing page"]
+    other.forget("note:plan")
+    assert brain.review_queue() == []
+    assert brain.get("note:plan").tier is Tier.HOT
+    assert brain.stats().nodes == 1 and other.stats().nodes == 1
+
+
+def test_errors_name_what_was_wrong(brain: Brain) -> None:
+    with pytest.raises(NotFound, match="note:missing"):
+        brain.reinforce("note:missing")
+    with pytest.raises(InvalidInput) as e:
+        brain.remember("x", weight=-1, links=[])
+    assert e.value.field == "weight"
+    with pytest.raises(InvalidInput) as e:
+        brain.recall("x", k=0)
+    assert e.value.field == "k"
+    with pytest.raises(InvalidInput) as e:
+        brain.remember("")
+    assert e.value.field == "text"
+    with pytest.raises(InvalidInput) as e:
+        brain.remember("x" * 200_001)
+    assert e.value.field == "text"
+    with pytest.raises(InvalidInput) as e:
+        brain.remember("x", kind="Bad Kind")
+    assert e.value.field == "kind"
+    with pytest.raises(InvalidInput):
+        brain.scoped("")
+    with pytest.raises(NotFound):
+        brain.remember("links to nothing", links=["note:nowhere"])
+    assert brain.stats().nodes == 0  # the failed remember left nothing behind
+
+
+def test_user_text_is_data_not_query(brain: Brain) -> None:
+    nasty = "x'}) MATCH (n) DETACH DELETE n //  \"; DROP TABLE Memory; 🙂 \u202e"
+    brain.remember("keep me", id="note:keep")
+    node = brain.remember(nasty, kind="note", id="note:o'brien\"}) //")
+    assert brain.get(node.id).text == nasty
+    assert brain.recall(nasty)  # searching for it is fine too
+    assert brain.get("note:keep").text == "keep me"
+
+
+def test_export_import_round_trip_is_lossless(
+    brain: Brain, clock: FixedClock, store: GraphStore, tmp_path: object
+) -> None:
+    _small_graph(brain, clock)
+    brain.pin("person:maya")
+    brain.forget("note:seats", "old")
+    brain.scoped("other").remember("other namespace memory", id="note:o")
+    first = io.StringIO()
+    brain.export(first, all_namespaces=True)
+    from ebb_core.kuzu_store import KuzuStore
+
+    fresh = Brain(KuzuStore(f"{tmp_path}/copy.kuzu"), namespace="test", clock=clock)
+    counts = fresh.import_(io.StringIO(first.getvalue()))
+    assert counts == {"nodes": 5, "edges": 3, "audit": 2}
+    second = io.StringIO()
+    fresh.export(second, all_namespaces=True)
+    assert second.getvalue() == first.getvalue()
+    assert fresh.review_queue()[0].id == "note:seats"
+    for nid in ("client:acme", "decision:outcome"):
+        assert fresh.activation(nid) == pytest.approx(brain.activation(nid))
+    with pytest.raises(InvalidInput, match="already exists"):
+        fresh.import_(io.StringIO(first.getvalue()))
+    assert fresh.stats().nodes == 4
+    fresh.close()
+
+
+def test_import_rejects_malformed_lines(brain: Brain) -> None:
+    bad = '{"type": "node", "id": "x"}\n'
+    with pytest.raises(InvalidInput, match="line 1"):
+        brain.import_(io.StringIO(bad))
+    with pytest.raises(InvalidInput, match="line 1"):
+        brain.import_(io.StringIO("not json\n"))
+    assert brain.stats().nodes == 0
+
+
+def test_export_records_are_json_lines(brain: Brain, clock: FixedClock) -> None:
+    _small_graph(brain, clock)
+    buf = io.StringIO()
+    n = brain.export(buf)
+    lines = [json.loads(x) for x in buf.getvalue().splitlines()]
+    assert len(lines) == n
+    assert lines[0]["type"] == "ebb-export"
+    assert {x["type"] for x in lines[1:]} == {"node", "edge"}
+
+
+def test_stats_counts(brain: Brain, clock: FixedClock) -> None:
+    _small_graph(brain, clock)
+    brain.forget("note:seats")
+    s = brain.stats()
+    assert (s.nodes, s.edges, s.review_queue, s.audit_entries) == (4, 3, 1, 1)
+    assert s.by_tier == {"hot": 3, "warm": 0, "cold": 0, "frozen": 1}
+    assert s.backend == brain.store.backend
+
+
+def test_epoch_rebase_keeps_rankings(store: GraphStore, clock: FixedClock) -> None:
+    from ebb_core import Config
+
+    brain = Brain(store, namespace="t", clock=clock, config=Config(rebase_after_half_lives=2))
+    brain.remember("alpha note", id="note:a")
+    clock.advance(days=100)
+    brain.remember("beta note", id="note:b", links=["note:a"])
+    assert store.get_meta("epoch_us") == str(to_us(clock.now()))  # the write moved the epoch
+    clock.advance(days=100)
+    assert brain.maintain().rebased
+    clock.set(clock.now() - timedelta(days=100))
+    expected = 2.0 + brain.config.spread * (1.0 + 2 ** (-100 / 30))  # own edge + read, a's share
+    assert brain.activation("note:b") == pytest.approx(expected)
+    clock.advance(days=10)
+    hits = brain.recall("note", k=2, reinforce=False)
+    assert [h.id for h in hits] == ["note:b", "note:a"]
