@@ -18,9 +18,6 @@ from .errors import BackendUnavailable, InvalidInput, StoreLocked
 from .model import AuditEntry, Edge, Node, Tier
 from .store import UPDATABLE_FIELDS, Counts, GraphStore, Incident, TierMove
 
-# kuzu 0.11 deprecates prepare(); it is its final release and prepared statements are faster.
-warnings.filterwarnings("ignore", message="The use of separate prepare", category=DeprecationWarning)
-
 SCHEMA_VERSION = "1"
 SEP = "\x1f"  # joins namespace and id into the primary key; control chars are refused in both
 FTS_INDEX = "memory_text"
@@ -152,6 +149,11 @@ class KuzuStore(GraphStore):
                 f"{self._path} is a folder; a Kùzu store is a single file: choose a file path",
                 field="path",
             )
+        # A leftover WAL means the last writer did not close cleanly (killed, power loss). Kùzu
+        # replays the WAL, but its full-text index misses the replayed rows (checked on 0.11.3),
+        # so the index is rebuilt from the table after such a recovery.
+        wal = Path(self._path + ".wal")
+        recovering = wal.exists() and wal.stat().st_size > 0
         try:
             self._db = kuzu.Database(self._path, read_only=read_only)
         except RuntimeError as exc:
@@ -175,6 +177,8 @@ class KuzuStore(GraphStore):
             self._conn.execute(f"LOAD EXTENSION {ext}")
         if not read_only:
             self._ensure_schema()
+            if recovering:
+                self.rebuild_text_index()
 
     # -- plumbing ------------------------------------------------------------------------------
     @property
@@ -184,7 +188,10 @@ class KuzuStore(GraphStore):
     def _q(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
         stmt = self._prepared.get(query)
         if stmt is None:
-            stmt = self._conn.prepare(query)
+            # kuzu 0.11 (its final release) deprecates prepare(); prepared statements are faster.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                stmt = self._conn.prepare(query)
             self._prepared[query] = stmt
         result = self._conn.execute(stmt, dict(params or {}))
         assert not isinstance(result, list)
@@ -212,6 +219,15 @@ class KuzuStore(GraphStore):
                     f"the store {self._path} has schema version {version!r}; this Ebb expects "
                     f"{SCHEMA_VERSION}: export it with the Ebb that wrote it and import it here"
                 )
+
+    def rebuild_text_index(self) -> None:
+        """Drop and rebuild the full-text index from the table (after crash recovery)."""
+        with self._lock:
+            self._prepared.clear()
+            self._exec(f"CALL DROP_FTS_INDEX('Memory', '{FTS_INDEX}')")
+            self._exec(
+                f"CALL CREATE_FTS_INDEX('Memory', '{FTS_INDEX}', ['text'], stemmer := 'porter')"
+            )
 
     def _rows(self, query: str) -> list[list[Any]]:
         result = self._conn.execute(query)

@@ -1,0 +1,111 @@
+"""Embedded-store behaviour that only Kùzu has: one file, one writing process, crash safety."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from ebb_core import Brain, InvalidInput, StoreLocked
+from ebb_core.kuzu_store import KuzuStore
+
+HOLD = textwrap.dedent(
+    """
+    import sys, time
+    from ebb_core import Brain
+    b = Brain.open(sys.argv[1], namespace="p")
+    b.remember("committed before the crash", id="note:committed")
+    print("ready", flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def _holder(path: Path) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def test_second_process_gets_store_locked(tmp_path: Path) -> None:
+    db = tmp_path / "held.kuzu"
+    proc = _holder(db)
+    try:
+        with pytest.raises(StoreLocked) as info:
+            KuzuStore(db)
+        assert str(db) in str(info.value) and "another process" in str(info.value)
+        started = time.monotonic()
+        with pytest.raises(StoreLocked):
+            Brain.open(db, wait=0.3)
+        assert time.monotonic() - started >= 0.3
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_committed_memories_survive_a_killed_process(tmp_path: Path) -> None:
+    db = tmp_path / "crash.kuzu"
+    proc = _holder(db)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with Brain.open(db, namespace="p") as b:
+        assert b.get("note:committed").text == "committed before the crash"
+        assert [h.id for h in b.recall("crash")] == ["note:committed"]
+
+
+def test_reopen_after_clean_close_keeps_everything(tmp_path: Path) -> None:
+    db = tmp_path / "clean.kuzu"
+    with Brain.open(db, namespace="x") as b:
+        b.remember("first", id="note:1")
+        b.remember("second", id="note:2", links=["note:1"])
+        b.forget("note:1")
+    with Brain.open(db, namespace="x") as b:
+        assert b.stats().nodes == 2 and b.stats().edges == 1
+        assert [i.id for i in b.review_queue()] == ["note:1"]
+        b.remember("third, after reopening", id="note:3")
+        assert [h.id for h in b.recall("second third")] == ["note:2", "note:3"] or [
+            h.id for h in b.recall("second third")
+        ] == ["note:3", "note:2"]
+
+
+def test_failed_operation_rolls_back(tmp_path: Path) -> None:
+    store = KuzuStore(tmp_path / "tx.kuzu")
+    b = Brain(store, namespace="t")
+    b.remember("anchor", id="note:a")
+    with pytest.raises(RuntimeError), store.transaction():
+        b.remember("inside a failed transaction", id="note:b")
+        raise RuntimeError("boom")
+    assert store.get_nodes("t", ["note:b"]) == {}
+    assert b.stats().nodes == 1
+    b.close()
+
+
+def test_store_path_errors_are_clear(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="does not exist"):
+        KuzuStore(tmp_path / "no" / "such" / "dir" / "db")
+    with pytest.raises(InvalidInput, match="is a folder"):
+        KuzuStore(tmp_path)
+
+
+def test_changed_half_life_recomputes_keys(tmp_path: Path) -> None:
+    from datetime import datetime, timezone
+
+    from ebb_core import Config, FixedClock
+
+    clock = FixedClock(datetime(2026, 1, 1, tzinfo=timezone.utc))
+    db = tmp_path / "hl.kuzu"
+    with Brain(KuzuStore(db), clock=clock) as b:
+        b.remember("old", id="note:old")
+        clock.advance(days=30)
+        assert b.activation("note:old") == pytest.approx(0.5)
+    with Brain(KuzuStore(db), clock=clock, config=Config(half_life_days=15)) as b:
+        assert b.activation("note:old") == pytest.approx(0.25)
