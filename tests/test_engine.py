@@ -1,13 +1,12 @@
-"""Engine behaviour on every backend (the conformance suite): same inputs, same clock, same results."""
+"""Engine behaviour on every backend (the conformance suite): same inputs, clock and results."""
 
 from __future__ import annotations
 
 import io
 import json
+from datetime import timedelta
 
 import pytest
-
-from datetime import timedelta
 
 from ebb_core import Brain, FixedClock, InvalidInput, NotFound, Tier
 from ebb_core.clock import to_us
@@ -116,7 +115,6 @@ def test_recall_respects_tiers(brain: Brain, clock: FixedClock) -> None:
     brain.maintain()
     assert brain.get("note:ancient").tier is Tier.FROZEN
     brain.restore("note:ancient")
-    brain.update_tier_for_test = None  # type: ignore[attr-defined]
     # put it in cold by hand through the store, then check which depths see it
     brain.store.update_nodes(brain.namespace, {"note:ancient": {"tier": Tier.COLD}})
     assert "note:ancient" not in [h.id for h in brain.recall("memo", reinforce=False)]

@@ -73,7 +73,7 @@ def run(*, as_json: bool = False, path: str | None = None, console: Console | No
             if as_json:
                 print(json.dumps(rows, indent=2))
                 return
-            _narrate(brain, clock, rows, console or Console(highlight=False))
+            _narrate(brain, clock, rows, console or Console(highlight=False, soft_wrap=True))
 
 
 def _narrate(brain: Brain, clock: FixedClock, rows: list[dict[str, Any]], c: Console) -> None:
