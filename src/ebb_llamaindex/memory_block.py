@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -13,7 +12,7 @@ from llama_index.core.llms import ChatMessage
 from llama_index.core.memory import BaseMemoryBlock
 from llama_index.core.utils import get_tokenizer
 
-from ebb_core import Brain, InvalidInput, NotFound, RecallHit
+from ebb_core import Brain, RecallHit
 
 from ._nodes import message_text, query_from
 
@@ -24,8 +23,8 @@ class EbbMemoryBlock(BaseMemoryBlock[list[ContentBlock]]):
     """A memory block for ``llama_index.core.memory.Memory`` backed by a :class:`~ebb_core.Brain`.
 
     Messages that ``Memory`` flushes out of its short-term queue become memories of kind
-    ``message_kind``, each linked to the one before it in the same session (``next`` edges) and
-    to the memories it mentions (``mentions`` edges, see :meth:`Brain.mentioned_in`). When
+    ``message_kind``, each linked to the one before it in the same session (``follows``) and to
+    the memories it mentions (``mentions``, see :meth:`Brain.mentioned_in`). When
     ``Memory`` is read, the block recalls the ``k`` memories most relevant to the latest
     messages, reinforces them (unless ``reinforce=False``) and returns one text block per
     memory, best first, formatted with ``template`` (fields ``id``, ``kind``, ``text``,
@@ -138,8 +137,7 @@ class EbbMemoryBlock(BaseMemoryBlock[list[ContentBlock]]):
                 link_kind="mentions",
             )
             previous = self._last_message.get(session)
-            if previous is not None:
-                # The previous message may have been forgotten or deleted since: then no link.
-                with contextlib.suppress(NotFound, InvalidInput):
-                    self.brain.connect(previous, node.id, kind="next")
+            # The previous message may have been forgotten or deleted since: then no link.
+            if previous is not None and self.brain.read([previous], reinforce=False):
+                self.brain.connect(node.id, previous, kind="follows")
             self._last_message[session] = node.id

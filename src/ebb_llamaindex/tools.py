@@ -31,8 +31,9 @@ DESCRIPTIONS = {
     ),
     "forget": (
         "Ask for a memory to be deleted because it is wrong, outdated or unwanted. It is "
-        "hidden from recall at once and waits for a person to approve the deletion or restore "
-        "it; you cannot delete anything yourself. Pinned memories cannot be forgotten."
+        "hidden from recall at once and waits in a review queue until a person approves the "
+        "deletion or restores it; you cannot delete anything yourself. Pinned memories cannot "
+        "be forgotten."
     ),
 }
 
