@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langmem import create_manage_memory_tool, create_search_memory_tool
 
 from ebb_core import Brain, FixedClock, Tier
@@ -177,6 +178,11 @@ def test_tool_names_schemas_and_descriptions(kuzu_brain: Brain) -> None:
         assert all(p.get("description") for p in schema["properties"].values()), name
     assert "review" in tools["forget"].description
     assert "not deleted" in tools["forget"].description
+    # What an OpenAI-compatible model is sent for each tool.
+    for name, t in tools.items():
+        function = convert_to_openai_tool(t)["function"]
+        assert function["name"] == name
+        assert function["parameters"]["required"] == schemas[name]["required"]
 
 
 def ebb_policy(messages: list[BaseMessage]) -> AIMessage:

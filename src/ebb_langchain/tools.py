@@ -133,8 +133,8 @@ def create_ebb_tools(
             RememberInput,
             "Save something worth keeping across conversations to long-term memory: a fact, a "
             "user preference, a decision, a person. One statement per memory. To correct a "
-            "memory, remember the corrected statement and link it to the old one; newer, used "
-            "memories outrank stale ones.",
+            "memory, rewrite it by passing its id, or remember the new statement and forget "
+            "the old one.",
         ),
         _tool(
             recall,
