@@ -11,6 +11,7 @@ from langchain_core.runnables.config import run_in_executor
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
     MatchCondition,
@@ -20,7 +21,6 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
     get_text_at_path,
-    validate_op_namespace,
 )
 
 from ebb_core import Brain, Node, NotFound, RecallHit, Tier
@@ -32,7 +32,19 @@ SEPARATOR = "."  # LangGraph forbids it inside a namespace label, so the mapping
 
 
 def ebb_namespace(namespace: tuple[str, ...]) -> str:
-    """The Ebb namespace a LangGraph namespace maps to: ``("memories", "u1")`` → ``memories.u1``."""
+    """The Ebb namespace a LangGraph namespace maps to: ``("memories", "u1")`` → ``memories.u1``.
+
+    Raises ``InvalidNamespaceError`` for an empty namespace or a label that is empty, not a
+    string or contains ``.`` (it would address another namespace).
+    """
+    if not namespace:
+        raise InvalidNamespaceError("a LangGraph namespace needs at least one label")
+    for label in namespace:
+        if not isinstance(label, str) or not label or SEPARATOR in label:
+            raise InvalidNamespaceError(
+                f"invalid namespace label {label!r} in {namespace}: labels are non-empty "
+                f"strings without {SEPARATOR!r}"
+            )
     return SEPARATOR.join(namespace)
 
 
@@ -86,7 +98,6 @@ class EbbStore(BaseStore):
         """Run the operations in order; one result per operation."""
         results: list[Result] = []
         for op in ops:
-            validate_op_namespace(op)
             if isinstance(op, GetOp):
                 results.append(self._get(op))
             elif isinstance(op, SearchOp):
