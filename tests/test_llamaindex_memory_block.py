@@ -106,6 +106,16 @@ async def test_no_order_link_to_a_message_forgotten_in_between(brain: Brain) -> 
     assert links(brain, second.id, "follows") == []
 
 
+async def test_repeated_messages_stay_separate_memories(brain: Brain) -> None:
+    block = EbbMemoryBlock(brain=brain)
+
+    await block.aput([user("thanks"), assistant("welcome"), user("thanks")])
+
+    stored = messages_in(brain)
+    assert sorted(n.text for n in stored) == ["thanks", "thanks", "welcome"]
+    assert all(n.id.startswith("message:") for n in stored)
+
+
 async def test_only_text_from_the_chosen_roles_is_stored(brain: Brain) -> None:
     block = EbbMemoryBlock(brain=brain)
 

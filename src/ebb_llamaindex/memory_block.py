@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -13,6 +14,7 @@ from llama_index.core.memory import BaseMemoryBlock
 from llama_index.core.utils import get_tokenizer
 
 from ebb_core import Brain, RecallHit
+from ebb_core.model import slugify
 
 from ._nodes import message_text, query_from
 
@@ -132,6 +134,8 @@ class EbbMemoryBlock(BaseMemoryBlock[list[ContentBlock]]):
             node = self.brain.remember(
                 text,
                 kind=self.message_kind,
+                # A random suffix: repeated short messages ("thanks") never search for a free id.
+                id=f"{self.message_kind}:{slugify(text)}-{uuid.uuid4().hex[:12]}",
                 props=props,
                 links=[m.id for m in mentioned],
                 link_kind="mentions",
