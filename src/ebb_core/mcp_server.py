@@ -1,0 +1,887 @@
+"""``ebb mcp``: Ebb's agent tools over the Model Context Protocol (stdio or streamable HTTP).
+
+Needs the ``mcp`` extra (``pip install 'ebb-memory[mcp]'``). The SDK is imported only when a
+server is built, so the rest of Ebb (and ``ebb --help``) works without it.
+
+Ten tools — ``remember``, ``recall``, ``connect``, ``reinforce``, ``forget``, ``neighbors``,
+``pin``, ``maintain``, ``review_queue``, ``stats`` — and two read-only resources, ``ebb://stats``
+and ``ebb://review-queue``. No tool deletes anything: ``forget`` and ``maintain`` only move
+memories into the review queue, and approving a deletion stays with a person at the CLI.
+
+How a person can still review and approve while the server runs
+-----------------------------------------------------------------
+Embedded Kùzu lets one process at a time open the store file. So, on Kùzu, the server opens the
+store only for the length of each tool call (``Brain.open(..., wait=...)``, one transaction,
+close) and holds nothing between calls: ``ebb review``, ``ebb approve`` and ``ebb stats`` open it
+whenever no call is in flight (they retry for a moment if one is). A call that finds a CLI command
+holding the store waits up to ``wait`` seconds for it. Calls within one server run one at a time.
+Neo4j serves many clients at once, so on Neo4j the server keeps one connection open instead.
+
+>>> serve("stdio", path="./ebb_db", namespace="alice")     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+
+import click
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .engine import DEFAULT_NAMESPACE, Brain, validate_namespace
+from .errors import BackendUnavailable, EbbError, InvalidInput, StoreLocked
+from .model import Edge, LiveLink, MaintainReport, Node, ReviewItem, Stats, Tier
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+__all__ = [
+    "DEFAULT_WAIT",
+    "HTTP_PATH",
+    "TOOL_NAMES",
+    "StoreAccess",
+    "build_server",
+    "mcp_command",
+    "serve",
+]
+
+DEFAULT_WAIT = 10.0
+"""Seconds a tool call waits for the store while a person's ``ebb`` command holds it."""
+
+HTTP_PATH = "/mcp"
+"""Where the streamable HTTP transport listens: ``http://HOST:PORT/mcp``."""
+
+TOOL_NAMES = (
+    "remember",
+    "recall",
+    "connect",
+    "reinforce",
+    "forget",
+    "neighbors",
+    "pin",
+    "maintain",
+    "review_queue",
+    "stats",
+)
+
+MAX_RECALL_K = 50
+MAX_LIST = 200
+
+log = logging.getLogger("ebb.mcp")
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+INSTRUCTIONS = """\
+Ebb is your long-term memory, kept as a graph. Each memory (a fact, decision, preference, person,
+meeting, note) is a node; links between memories are typed, weighted and timestamped.
+Relevance is recency-weighted connection strength: memories you use and link stay alive, unused
+ones fade into archive tiers (hot → warm → cold) by themselves.
+
+- Before answering anything that may depend on earlier sessions, call `recall`; each hit says
+  why it surfaced.
+- When you learn something durable, `remember` it (one idea per memory) and link it to the
+  memories it refers to (`links`, or `connect`).
+- When a recalled memory actually helped, `reinforce` it.
+- If a memory is wrong or obsolete, `forget` it: that only queues it for a person to review.
+  You cannot delete anything; a person approves deletions with the `ebb` command line.
+"""
+
+BUSY = (
+    "the memory store is busy: a person is using it with the `ebb` command line (for example "
+    "reviewing or approving deletions). Nothing was changed; try again in a few seconds."
+)
+
+
+# -- what the tools return ---------------------------------------------------------------------
+
+TierLabel = Literal["hot", "warm", "cold", "frozen"]
+
+
+def _label(tier: Tier) -> TierLabel:
+    labels: dict[Tier, TierLabel] = {
+        Tier.HOT: "hot",
+        Tier.WARM: "warm",
+        Tier.COLD: "cold",
+        Tier.FROZEN: "frozen",
+    }
+    return labels[Tier(tier)]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Memory(_Out):
+    """One memory as an agent sees it."""
+
+    id: str = Field(description="Stable id like 'decision:outcome-pricing'; use it in other tools.")
+    kind: str = Field(description="What it is: note, decision, fact, person, meeting, ...")
+    text: str
+    props: dict[str, Any] = Field(description="Metadata stored with the memory.")
+    tier: TierLabel = Field(
+        description="hot: default recall; warm: recall depth 2; cold: archived (recall with "
+        "include_archived); frozen: waiting in the review queue for a person."
+    )
+    pinned: bool = Field(description="Pinned memories stay hot and never archive.")
+    created_at: datetime
+    updated_at: datetime
+    last_read_at: datetime | None
+
+    @classmethod
+    def of(cls, node: Node) -> Memory:
+        return cls(
+            id=node.id,
+            kind=node.kind,
+            text=node.text,
+            props=node.props,
+            tier=_label(node.tier),
+            pinned=node.pinned,
+            created_at=node.created_at,
+            updated_at=node.updated_at,
+            last_read_at=node.last_read_at,
+        )
+
+
+class Why(_Out):
+    """Why a memory surfaced: its text match, the parts of its activation, its live links."""
+
+    summary: str = Field(description="The reasons in one line.")
+    matched_terms: list[str]
+    text_score: float
+    text_norm: float = Field(description="Text match relative to the best hit, 0..1.")
+    activation: float = Field(description="Recency-weighted connection strength now.")
+    activation_norm: float = Field(description="Activation relative to the most active memory.")
+    edges_part: float = Field(description="Activation from its own links, after decay.")
+    read_part: float = Field(description="Activation from having been read recently.")
+    spread_part: float = Field(description="Activation flowing in from its neighbours.")
+    live_links: list[LiveLink] = Field(description="Links that still count, strongest first.")
+    last_reinforced_at: datetime | None
+    tier: TierLabel
+
+
+class Hit(_Out):
+    """One recall result."""
+
+    id: str
+    kind: str
+    text: str
+    props: dict[str, Any]
+    tier: TierLabel
+    pinned: bool
+    score: float = Field(description="Blend of normalised text match and activation.")
+    why: Why
+
+
+class RecallResult(_Out):
+    """The memories most relevant to a query, best first, each with why it surfaced."""
+
+    query: str
+    hits: list[Hit]
+    hint: str | None = Field(None, description="What to try when nothing matched.")
+
+
+class Link(_Out):
+    """A typed, weighted, timestamped link between two memories."""
+
+    src: str
+    dst: str
+    kind: str
+    weight: float
+    created_at: datetime
+    reinforced_at: datetime = Field(
+        description="When the link was last used; decay counts from here."
+    )
+
+    @classmethod
+    def of(cls, edge: Edge) -> Link:
+        return cls(
+            src=edge.src,
+            dst=edge.dst,
+            kind=edge.kind,
+            weight=edge.weight,
+            created_at=edge.created_at,
+            reinforced_at=edge.reinforced_at,
+        )
+
+
+class Forgotten(_Out):
+    """A memory queued for a person's review (nothing was deleted)."""
+
+    id: str
+    tier: TierLabel
+    in_review_queue: bool
+    reason: str
+    queued_at: datetime | None
+    message: str
+
+
+class NeighborOut(_Out):
+    """A memory linked to another, with the link between them."""
+
+    id: str
+    kind: str
+    text: str
+    tier: TierLabel
+    pinned: bool
+    link_kind: str
+    direction: Literal["out", "in"] = Field(
+        description="out: the asked-about memory links to this one; in: this one links to it."
+    )
+    weight: float
+    decayed_weight: float = Field(description="What the link counts for now, after decay.")
+    reinforced_at: datetime
+
+
+class Neighbors(_Out):
+    """The memories linked to ``id``, strongest decayed link first."""
+
+    id: str
+    neighbors: list[NeighborOut]
+
+
+class ReviewQueue(_Out):
+    """Memories waiting for a person: forgotten, or decayed below the archive cut-off."""
+
+    count: int
+    items: list[ReviewItem]
+    message: str
+
+
+# -- reaching the store ------------------------------------------------------------------------
+
+
+class StoreAccess:
+    """How the server reaches the store: opened for each call (Kùzu) or kept open (Neo4j).
+
+    ``opener`` replaces ``Brain.open`` (tests pass one with a fixed clock). ``hold`` forces
+    keeping one ``Brain`` open (default: only for backends other than embedded Kùzu).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        backend: str | None = None,
+        namespace: str | None = None,
+        wait: float = DEFAULT_WAIT,
+        hold: bool | None = None,
+        opener: Callable[[], Brain] | None = None,
+    ) -> None:
+        self.path = path
+        self.backend = (backend or os.environ.get("EBB_BACKEND") or "kuzu").strip().lower()
+        self.namespace = validate_namespace(
+            namespace or os.environ.get("EBB_NAMESPACE") or DEFAULT_NAMESPACE
+        )
+        if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not wait >= 0:
+            raise InvalidInput(f"wait must be a number of seconds >= 0, got {wait!r}", field="wait")
+        self.wait = float(wait)
+        self.hold = self.backend != "kuzu" if hold is None else hold
+        self._opener = opener
+        self._lock = threading.Lock()
+        self._held: Brain | None = None
+
+    def _open(self) -> Brain:
+        if self._opener is not None:
+            return self._opener()
+        return Brain.open(self.path, backend=self.backend, namespace=self.namespace, wait=self.wait)
+
+    @contextmanager
+    def brain(self) -> Iterator[Brain]:
+        """The store for one call; calls within this process take turns."""
+        with self._lock:
+            if self.hold:
+                if self._held is None:
+                    self._held = self._open()
+                yield self._held
+                return
+            brain = self._open()
+            try:
+                yield brain
+            finally:
+                brain.close()
+
+    def check(self) -> str:
+        """Open the store once (creating it if needed) and say where it is."""
+        with self.brain() as brain:
+            return brain.store.location
+
+    def close(self) -> None:
+        with self._lock:
+            if self._held is not None:
+                self._held.close()
+                self._held = None
+
+
+# -- the server ----------------------------------------------------------------------------------
+
+
+def build_server(access: StoreAccess) -> MCPServer[Any]:
+    """The MCP server with Ebb's ten tools and two resources, on ``access``'s store."""
+    try:
+        from mcp.server.mcpserver import Context, MCPServer
+        from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+        from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
+    except ImportError as exc:
+        raise BackendUnavailable(
+            f"the MCP server needs its extra: pip install 'ebb-memory[mcp]' ({exc})"
+        ) from None
+    from . import __version__
+
+    def run(what: str, work: Callable[[Brain], T], error: type[Exception] = ToolError) -> T:
+        """Do ``work`` in one store session; Ebb's errors become clear tool errors."""
+        try:
+            with access.brain() as brain:
+                return work(brain)
+        except StoreLocked:
+            raise error(BUSY) from None
+        except EbbError as exc:
+            raise error(str(exc)) from None
+        except Exception as exc:
+            log.exception("%s failed unexpectedly", what)
+            raise error(
+                f"unexpected {type(exc).__name__} in {what}: {exc}. This is a bug in Ebb; the "
+                "call ran as one transaction, so nothing was half-written."
+            ) from None
+
+    params: dict[str, frozenset[str]] = {}
+
+    class EbbServer(MCPServer[Any]):
+        async def call_tool(
+            self,
+            name: str,
+            arguments: dict[str, Any],
+            context: Context[Any, Any] | None = None,
+        ) -> CallToolResult | InputRequiredResult:
+            check_arguments(name, arguments, params.get(name))
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ValidationError):
+                    raise ToolError(explain_invalid(name, exc.__cause__)) from exc.__cause__
+                raise
+
+    server = EbbServer(
+        "ebb",
+        title="Ebb memory",
+        description="Long-term graph memory: recency-weighted relevance, decay, human-approved "
+        "deletion.",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        log_level="WARNING",
+    )
+
+    def tool(*, read_only: bool = False, idempotent: bool = False, title: str) -> Callable[[F], F]:
+        def register(fn: F) -> F:
+            params[fn.__name__] = frozenset(inspect.signature(fn).parameters)
+            server.add_tool(
+                fn,
+                title=title,
+                description=_description(fn.__doc__),
+                annotations=ToolAnnotations(
+                    title=title,
+                    read_only_hint=read_only,
+                    destructive_hint=False,
+                    idempotent_hint=idempotent,
+                    open_world_hint=False,
+                ),
+                structured_output=True,
+            )
+            return fn
+
+        return register
+
+    @tool(title="Remember")
+    def remember(
+        text: Annotated[
+            str,
+            Field(
+                description="The memory itself, in plain words (one idea; up to 200,000 "
+                "characters)."
+            ),
+        ],
+        kind: Annotated[
+            str,
+            Field(
+                description="What it is: note, decision, fact, preference, person, client, "
+                "meeting... (lowercase letters, digits, '-' or '_')."
+            ),
+        ] = "note",
+        id: Annotated[
+            str | None,
+            Field(
+                description="Optional stable id like 'person:ana'. Leave it out to get one "
+                "made from kind and text; pass an existing id to rewrite that memory."
+            ),
+        ] = None,
+        links: Annotated[
+            list[str] | None,
+            Field(description="Ids of existing memories this one refers to; each gets a link."),
+        ] = None,
+        link_kind: Annotated[
+            str, Field(description="Kind of those links, e.g. related, about, supersedes.")
+        ] = "related",
+        props: Annotated[
+            dict[str, Any] | None,
+            Field(description="Optional JSON metadata (source, url, author...)."),
+        ] = None,
+    ) -> Memory:
+        """Store something worth keeping across sessions — a fact, decision, preference,
+        person, meeting or note — as one memory, linked to the memories it refers to.
+
+        Use it whenever you learn something durable. Keep one idea per memory and link related
+        ones (here with `links`, or later with `connect`): links keep memories relevant to each
+        other. Passing an existing `id` rewrites that memory. Returns the stored memory with its
+        id (use that id with the other tools)."""
+        return run(
+            "remember",
+            lambda b: Memory.of(
+                b.remember(
+                    text, kind=kind, id=id, links=links or (), link_kind=link_kind, props=props
+                )
+            ),
+        )
+
+    @tool(title="Recall")
+    def recall(
+        query: Annotated[
+            str, Field(description="What you want to remember: a few keywords or a question.")
+        ],
+        k: Annotated[
+            int, Field(ge=1, le=MAX_RECALL_K, description="How many memories to return.")
+        ] = 5,
+        depth: Annotated[
+            Literal[1, 2, 3],
+            Field(description="1: hot memories only; 2: also warm; 3: also cold (archived)."),
+        ] = 1,
+        include_archived: Annotated[
+            bool, Field(description="Also search cold (archived) memories.")
+        ] = False,
+        kinds: Annotated[
+            list[str] | None,
+            Field(description="Only these kinds of memory, e.g. ['decision', 'fact']."),
+        ] = None,
+        reinforce: Annotated[
+            bool,
+            Field(description="Count the returned memories as used (resets their decay)."),
+        ] = True,
+    ) -> RecallResult:
+        """Find what you remember about a topic. Call it before answering anything that may
+        depend on earlier sessions: people, decisions, preferences, past work.
+
+        Memories are ranked by text match blended with recency-weighted connection strength
+        (memories that are used and well linked rank higher; stale ones sink). Each hit comes
+        with `why` it surfaced: the terms it matched, the parts of its activation, its live links,
+        when it was last reinforced and its tier. Searches hot memories by default; use depth=2
+        or include_archived=true to dig deeper. Returned memories count as used unless
+        reinforce=false."""
+
+        def work(b: Brain) -> RecallResult:
+            hits = b.recall(
+                query,
+                k,
+                depth=depth,
+                include_archived=include_archived,
+                kinds=kinds or (),
+                reinforce=reinforce,
+            )
+            out = [
+                Hit(
+                    id=h.node.id,
+                    kind=h.node.kind,
+                    text=h.node.text,
+                    props=h.node.props,
+                    tier=_label(h.node.tier),
+                    pinned=h.node.pinned,
+                    score=h.score,
+                    why=Why(
+                        summary=h.why.summary,
+                        matched_terms=h.why.matched_terms,
+                        text_score=h.why.text_score,
+                        text_norm=h.why.text_norm,
+                        activation=h.why.activation,
+                        activation_norm=h.why.activation_norm,
+                        edges_part=h.why.edges_part,
+                        read_part=h.why.read_part,
+                        spread_part=h.why.spread_part,
+                        live_links=h.why.live_links,
+                        last_reinforced_at=h.why.last_reinforced_at,
+                        tier=_label(h.why.tier),
+                    ),
+                )
+                for h in hits
+            ]
+            hint = None
+            if not out:
+                hint = (
+                    "nothing matched in hot memory: try other words, depth=2, or "
+                    "include_archived=true"
+                    if depth == 1 and not include_archived
+                    else "nothing matched: try other words"
+                )
+            return RecallResult(query=query, hits=out, hint=hint)
+
+        return run("recall", work)
+
+    @tool(title="Connect")
+    def connect(
+        src: Annotated[str, Field(description="Id of the memory the link starts from.")],
+        dst: Annotated[str, Field(description="Id of the memory it points to.")],
+        kind: Annotated[
+            str, Field(description="Kind of link: related, about, supersedes, attended, ...")
+        ] = "related",
+        weight: Annotated[
+            float | None,
+            Field(
+                gt=0,
+                le=1000,
+                description="Strength of the link (default 1.0 for a new link; an existing "
+                "link keeps its weight).",
+            ),
+        ] = None,
+    ) -> Link:
+        """Link two memories (src -kind-> dst), or refresh the link if it already exists.
+
+        Linked memories keep each other relevant; a link fades unless it is used again. Use it
+        when you notice that two memories belong together (a decision and the meeting that made
+        it, a person and their client). Returns the link."""
+        return run("connect", lambda b: Link.of(b.connect(src, dst, kind=kind, weight=weight)))
+
+    @tool(title="Reinforce")
+    def reinforce(
+        id: Annotated[str, Field(description="Id of the memory that was useful.")],
+        with_id: Annotated[
+            str | None,
+            Field(description="Optional: reinforce only the link between `id` and this memory."),
+        ] = None,
+    ) -> Memory:
+        """Mark a memory as used, so it stays relevant: resets its decay clock and the clocks
+        of its links.
+
+        Call it when a memory actually helped (you acted on a recalled decision, a fact proved
+        right). Returns the memory as it is now."""
+        return run("reinforce", lambda b: Memory.of(b.reinforce(id, with_id=with_id)))
+
+    @tool(title="Forget", idempotent=True)
+    def forget(
+        id: Annotated[str, Field(description="Id of the memory that is wrong or obsolete.")],
+        reason: Annotated[
+            str, Field(description="Why it should go, for the person who reviews it.")
+        ] = "",
+    ) -> Forgotten:
+        """Ask for a memory to be removed because it is wrong, obsolete or unwanted.
+
+        Nothing is deleted: the memory is frozen, hidden from recall and put in the review
+        queue, where a person approves its deletion or restores it. Pinned memories cannot be
+        forgotten (a person must unpin them first). Returns the review-queue entry."""
+
+        def work(b: Brain) -> Forgotten:
+            item = b.forget(id, reason, actor="agent")
+            return Forgotten(
+                id=item.id,
+                tier="frozen",
+                in_review_queue=True,
+                reason=item.reason,
+                queued_at=item.queued_at,
+                message="Nothing was deleted: the memory waits in the review queue. A person "
+                "approves its deletion with `ebb approve` or keeps it with `ebb restore`.",
+            )
+
+        return run("forget", work)
+
+    @tool(title="Neighbors", read_only=True, idempotent=True)
+    def neighbors(
+        id: Annotated[str, Field(description="Id of the memory whose links you want.")],
+        limit: Annotated[
+            int, Field(ge=1, le=MAX_LIST, description="At most this many neighbours.")
+        ] = 20,
+    ) -> Neighbors:
+        """List the memories linked to a memory, strongest link first (after decay), with
+        each link's kind, direction, weight and when it was last used.
+
+        Use it to explore around a recalled memory. Read-only: nothing is reinforced."""
+
+        def work(b: Brain) -> Neighbors:
+            out = [
+                NeighborOut(
+                    id=n.node.id,
+                    kind=n.node.kind,
+                    text=n.node.text,
+                    tier=_label(n.node.tier),
+                    pinned=n.node.pinned,
+                    link_kind=n.edge.kind,
+                    direction="out" if n.edge.src == id else "in",
+                    weight=n.edge.weight,
+                    decayed_weight=n.decayed_weight,
+                    reinforced_at=n.edge.reinforced_at,
+                )
+                for n in b.neighbors(id, limit=limit)
+            ]
+            return Neighbors(id=id, neighbors=out)
+
+        return run("neighbors", work)
+
+    @tool(title="Pin", idempotent=True)
+    def pin(
+        id: Annotated[str, Field(description="Id of the memory that must not fade.")],
+    ) -> Memory:
+        """Pin a memory that must never fade: a standing instruction, a key fact about the user.
+
+        A pinned memory stays hot and is never archived or queued for deletion. Only a person
+        can unpin it (with the `ebb` command line). Returns the memory."""
+        return run("pin", lambda b: Memory.of(b.pin(id, actor="agent")))
+
+    @tool(title="Maintain")
+    def maintain() -> MaintainReport:
+        """Re-score every memory and re-tier them: what decayed moves to warm or cold
+        (archived), what fell below the last cut-off goes to the review queue for a person.
+
+        Nothing is deleted. Run it now and then (for example at the end of a long session); it
+        is safe to repeat. Returns how many memories moved between which tiers."""
+        return run("maintain", lambda b: b.maintain())
+
+    @tool(title="Review queue", read_only=True, idempotent=True)
+    def review_queue(
+        limit: Annotated[
+            int, Field(ge=1, le=MAX_LIST, description="At most this many entries.")
+        ] = 50,
+    ) -> ReviewQueue:
+        """List the memories waiting for a person's decision: forgotten ones and ones that
+        decayed below the archive cut-off. Read-only.
+
+        You cannot approve deletions. If the user asks, tell them to run `ebb review` to see the
+        queue, `ebb approve ID --by NAME` to delete, or `ebb restore ID` to keep a memory."""
+
+        def work(b: Brain) -> ReviewQueue:
+            items = b.review_queue(limit)
+            return ReviewQueue(
+                count=len(items),
+                items=items,
+                message="Only a person can approve deletions: `ebb approve ID --by NAME` "
+                "(or `ebb restore ID` to keep it).",
+            )
+
+        return run("review_queue", work)
+
+    @tool(title="Stats", read_only=True, idempotent=True)
+    def stats() -> Stats:
+        """Counts for this memory store: memories per tier, links, pinned memories, the size of
+        the review queue, the decay half-life. Read-only."""
+        return run("stats", lambda b: b.stats())
+
+    @server.resource(
+        "ebb://stats",
+        name="stats",
+        title="Memory statistics",
+        description="Counts per tier, links, pinned, review queue size (JSON, read-only).",
+        mime_type="application/json",
+    )
+    def stats_resource() -> str:
+        return run("stats", lambda b: b.stats().model_dump_json(indent=2), ResourceError)
+
+    @server.resource(
+        "ebb://review-queue",
+        name="review-queue",
+        title="Review queue",
+        description="Memories waiting for a person to approve deletion or restore them (JSON, "
+        "read-only; approve with `ebb approve ID --by NAME`).",
+        mime_type="application/json",
+    )
+    def review_queue_resource() -> str:
+        def work(b: Brain) -> str:
+            items = [i.model_dump(mode="json") for i in b.review_queue(MAX_LIST)]
+            return json.dumps({"count": len(items), "items": items}, indent=2, ensure_ascii=False)
+
+        return run("review queue", work, ResourceError)
+
+    return server
+
+
+def _description(doc: str | None) -> str:
+    """A docstring as a tool description: dedented, each paragraph on one line."""
+    paragraphs = inspect.cleandoc(doc or "").split("\n\n")
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs)
+
+
+def check_arguments(
+    tool: str, arguments: Mapping[str, Any], allowed: frozenset[str] | None
+) -> None:
+    """Refuse unknown argument names and strings that are not valid Unicode, before any work."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    if allowed is not None:
+        unknown = sorted(k for k in arguments if k not in allowed)
+        if unknown:
+            takes = ", ".join(sorted(allowed)) or "no arguments"
+            raise ToolError(
+                f"invalid arguments for {tool}: unknown argument "
+                + ", ".join(repr(u[:40]) for u in unknown[:5])
+                + f" ({tool} takes: {takes})"
+            )
+    bad = _bad_unicode(arguments)
+    if bad is not None:
+        raise ToolError(
+            f"invalid arguments for {tool}: {bad} contains an unpaired UTF-16 surrogate, which "
+            "is not valid Unicode text; send valid UTF-8"
+        )
+
+
+def _bad_unicode(value: Any, where: str = "") -> str | None:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return where or "a value"
+        return None
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            found = _bad_unicode(k, where or "a key") or _bad_unicode(
+                v, f"{where}.{k}" if where else str(k)
+            )
+            if found:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            found = _bad_unicode(v, f"{where}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def explain_invalid(tool: str, error: ValidationError) -> str:
+    """A schema violation as one line naming each bad argument (never echoing its value)."""
+    parts = []
+    for e in error.errors(include_url=False):
+        loc = ".".join(str(p) for p in e["loc"]) or "arguments"
+        if e["type"] == "missing":
+            parts.append(f"{loc} is required")
+            continue
+        got = type(e.get("input")).__name__
+        got = {"NoneType": "null", "str": "string", "dict": "object", "list": "array"}.get(got, got)
+        parts.append(f"{loc}: {e['msg']} (got {got})")
+    more = f" (and {len(parts) - 5} more)" if len(parts) > 5 else ""
+    return f"invalid arguments for {tool}: " + "; ".join(parts[:5]) + more
+
+
+# -- running it ----------------------------------------------------------------------------------
+
+
+def serve(
+    transport: str = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    path: str | os.PathLike[str] | None = None,
+    backend: str | None = None,
+    namespace: str | None = None,
+    *,
+    wait: float = DEFAULT_WAIT,
+) -> None:
+    """Serve Ebb's tools until the client goes away (stdio) or the process is stopped (HTTP).
+
+    ``transport`` is ``"stdio"`` or ``"http"`` (streamable HTTP at ``http://HOST:PORT/mcp``).
+    ``path``, ``backend`` and ``namespace`` default to ``EBB_DB_PATH``, ``EBB_BACKEND`` and
+    ``EBB_NAMESPACE`` like the CLI. The store is opened once now (so a bad path fails here),
+    then only during each call; see the module docs.
+    """
+    if transport not in ("stdio", "http", "streamable-http"):
+        raise InvalidInput(
+            f"unknown transport {transport!r}: choose 'stdio' or 'http'", field="transport"
+        )
+    access = StoreAccess(path, backend=backend, namespace=namespace, wait=wait)
+    server = build_server(access)
+    where = access.check()
+    mode = "holding the connection" if access.hold else "opening the store only during each call"
+    if transport == "stdio":
+        _note(f"ebb mcp: serving {where} (namespace {access.namespace!r}) over stdio; {mode}")
+        try:
+            server.run("stdio")
+        finally:
+            access.close()
+        return
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        _note(
+            f"ebb mcp: warning: listening on {host}; the server has no authentication, so "
+            "anyone who can reach this address can read and write these memories"
+        )
+    shown = f"[{host}]" if ":" in host else host
+    _note(
+        f"ebb mcp: serving {where} (namespace {access.namespace!r}) over streamable HTTP at "
+        f"http://{shown}:{port}{HTTP_PATH}; {mode}"
+    )
+    try:
+        server.run("streamable-http", host=host, port=port, streamable_http_path=HTTP_PATH)
+    finally:
+        access.close()
+
+
+def _note(message: str) -> None:
+    # stdout belongs to the protocol on stdio: everything for people goes to stderr.
+    print(message, file=sys.stderr, flush=True)
+
+
+@click.command("mcp")
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio for a client that starts the server; http for streamable HTTP.",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="HTTP only: interface to listen on (no authentication: keep it on loopback).",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=8000,
+    show_default=True,
+    help="HTTP only: port; the endpoint is http://HOST:PORT/mcp.",
+)
+@click.option("--db", envvar="EBB_DB_PATH", help="Embedded store file (EBB_DB_PATH, ./ebb_db).")
+@click.option("--backend", envvar="EBB_BACKEND", help="kuzu (default) or neo4j (EBB_BACKEND).")
+@click.option("--namespace", "-n", envvar="EBB_NAMESPACE", help="Namespace (EBB_NAMESPACE).")
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_WAIT,
+    show_default=True,
+    envvar="EBB_MCP_WAIT",
+    help="Seconds a tool call waits while a person's ebb command holds the store (EBB_MCP_WAIT).",
+)
+@click.pass_context
+def mcp_command(
+    ctx: click.Context,
+    transport: str,
+    host: str,
+    port: int,
+    db: str | None,
+    backend: str | None,
+    namespace: str | None,
+    wait: float,
+) -> None:
+    """Serve Ebb's memory tools to an MCP client (stdio by default, or streamable HTTP).
+
+    On the embedded store the server opens the store only during each tool call, so
+    `ebb review` and `ebb approve` work while it runs.
+    """
+    parent = ctx.find_root().obj if ctx.parent is not None else None
+    db = db or getattr(parent, "db", None)
+    backend = backend or getattr(parent, "backend", None)
+    namespace = namespace or getattr(parent, "namespace", None)
+    try:
+        serve(transport, host, port, db, backend, namespace, wait=wait)
+    except EbbError as exc:
+        raise click.ClickException(str(exc)) from None
+    except KeyboardInterrupt:
+        pass
