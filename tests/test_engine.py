@@ -55,6 +55,7 @@ def test_incremental_keys_equal_full_recompute(brain: Brain, clock: FixedClock) 
     clock.advance(days=3)
     brain.recall("Acme ticket pricing")
     brain.connect("note:seats", "person:maya", kind="mentions", weight=2.5)
+    brain.connect("person:maya", "note:seats", kind="wrote")  # a second edge, same pair
     clock.advance(days=1)
     brain.reinforce("client:acme")
     brain.reinforce("decision:outcome", with_id="person:maya")
@@ -330,3 +331,26 @@ def test_epoch_rebase_keeps_rankings(store: GraphStore, clock: FixedClock) -> No
     clock.advance(days=10)
     hits = brain.recall("note", k=2, reinforce=False)
     assert [h.id for h in hits] == ["note:b", "note:a"]
+
+
+def test_bulk_paths_keep_keys_exact(brain: Brain, clock: FixedClock) -> None:
+    """Many hits at once (bulk updates, pushes that meet at shared neighbours) stay exact."""
+    brain.remember("central hub memory", id="note:hub")
+    for i in range(24):
+        links = ["note:hub"] + ([f"note:leaf-{i - 1}"] if i else [])
+        brain.remember(f"leaf memory number {i} about gardens", id=f"note:leaf-{i}", links=links)
+        clock.advance(hours=6)
+    clock.advance(days=9)
+    hits = brain.recall("gardens leaf memory", k=20)
+    assert len(hits) == 20
+    clock.advance(days=2)
+    brain.reinforce("note:hub")
+    brain.forget("note:leaf-3")
+    brain.forget("note:leaf-4")
+    brain.approve_deletion(["note:leaf-3", "note:leaf-4"], approved_by="tester")
+    incremental = _keys(brain)
+    brain.maintain()
+    exact = _keys(brain)
+    for i, (b, k, d) in incremental.items():
+        assert (b, d) == (pytest.approx(exact[i][0], rel=1e-9), exact[i][2]), i
+        assert k == pytest.approx(exact[i][1], rel=1e-9), i

@@ -51,12 +51,14 @@ def as_utc(when: datetime) -> datetime:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_ONE_US = timedelta(microseconds=1)
 
 
 def to_us(when: datetime) -> int:
     """Microseconds since the Unix epoch: how stores keep time, exactly."""
-    delta = as_utc(when) - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return (when - _EPOCH) // _ONE_US
 
 
 def from_us(us: int) -> datetime:

@@ -16,7 +16,7 @@ from . import _kuzu
 from .clock import from_us, to_us
 from .errors import BackendUnavailable, InvalidInput, StoreLocked
 from .model import AuditEntry, Edge, Node, Tier
-from .store import UPDATABLE_FIELDS, Counts, GraphStore, Incident, TierMove
+from .store import UPDATABLE_FIELDS, Adjustment, Counts, GraphStore, Incident, Link, TierMove
 
 SCHEMA_VERSION = "1"
 SEP = "\x1f"  # joins namespace and id into the primary key; control chars are refused in both
@@ -113,6 +113,17 @@ def _edge_from(ns: str, src: str, dst: str, r: Sequence[Any]) -> Edge:
 
 
 _EDGE_RET = "e.kind, e.weight, e.created_us, e.reinforced_us, e.props"
+
+
+_COLUMN = {"updated_at": "updated_us", "last_read_at": "last_read_us", "queued_at": "queued_us"}
+
+
+def _set_clause(deltas: Sequence[str], cols: Sequence[str], prefix: str) -> str:
+    """``SET`` items adding ``d_<col>`` to counters and assigning ``v_<col>`` to fields."""
+    return ", ".join(
+        [f"n.{d} = n.{d} + {prefix}d_{d}" for d in deltas]
+        + [f"n.{c} = {prefix}v_{c}" for c in cols]
+    )
 
 
 def _field_value(field: str, value: Any) -> tuple[str, Any]:
@@ -307,58 +318,140 @@ class KuzuStore(GraphStore):
                 self._q(f"MERGE (n:Memory {{uid: $uid}}) SET {sets}", _node_params(n))
 
     def update_nodes(self, namespace: str, changes: Mapping[str, Mapping[str, Any]]) -> None:
-        with self.transaction():
-            for node_id, fields in changes.items():
-                bad = set(fields) - UPDATABLE_FIELDS
-                if bad:
-                    raise InvalidInput(f"cannot update node fields {sorted(bad)}", field="fields")
-                params: dict[str, Any] = {"uid": uid(namespace, node_id)}
-                sets = []
-                for f in sorted(fields):
-                    col, value = _field_value(f, fields[f])
-                    params[col] = value
-                    sets.append(f"n.{col} = ${col}")
-                if sets:
-                    self._q(f"MATCH (n:Memory {{uid: $uid}}) SET {', '.join(sets)}", params)
+        self.adjust(namespace, {i: Adjustment(fields=f) for i, f in changes.items()})
 
-    def add_to_keys(self, namespace: str, deltas: Mapping[str, float]) -> None:
-        with self.transaction():
-            for node_id, d in deltas.items():
-                self._q(
-                    "MATCH (n:Memory {uid: $uid}) SET n.key = n.key + $d",
-                    {"uid": uid(namespace, node_id), "d": float(d)},
+    def adjust(self, namespace: str, changes: Mapping[str, Adjustment]) -> None:
+        # Rows are grouped by the shape of their update; small groups run as single
+        # primary-key statements, large ones as one LOAD FROM over an Arrow table
+        # (10k rows in ~35 ms, where 10k single statements take seconds).
+        groups: dict[tuple[str, ...], list[tuple[str, Adjustment]]] = {}
+        for node_id, adj in changes.items():
+            bad = set(adj.fields) - UPDATABLE_FIELDS
+            if bad:
+                raise InvalidInput(f"cannot update node fields {sorted(bad)}", field="fields")
+            deltas = tuple(
+                name
+                for name, v in (
+                    ("base_key", adj.base_delta),
+                    ("degree", adj.degree_delta),
+                    ("key", adj.key_delta),
                 )
+                if v
+            )
+            cols = tuple(sorted(_COLUMN.get(f, f) for f in adj.fields))
+            groups.setdefault((*deltas, "|", *cols), []).append((node_id, adj))
+        pushes = {i: a.push_delta for i, a in changes.items() if a.push_delta}
+        with self.transaction():
+            for shape, rows in groups.items():
+                cut = shape.index("|")
+                deltas, cols = shape[:cut], shape[cut + 1 :]
+                if not deltas and not cols:
+                    continue
+
+                table = {"u": [uid(namespace, i) for i, _ in rows]}
+                for d in deltas:
+                    attr = {"base_key": "base_delta", "degree": "degree_delta", "key": "key_delta"}
+                    table[f"d_{d}"] = [getattr(a, attr[d]) for _, a in rows]
+                for c in cols:
+                    table[f"v_{c}"] = [_column_value(c, a.fields) for _, a in rows]
+                if len(rows) <= _SMALL:
+                    stmt = "MATCH (n:Memory {uid: $u}) SET " + _set_clause(deltas, cols, "$")
+                    for k in range(len(rows)):
+                        self._q(stmt, {name: values[k] for name, values in table.items()})
+                else:
+                    self._load(
+                        "MATCH (n:Memory {uid: u}) SET " + _set_clause(deltas, cols, ""),
+                        table,
+                        {
+                            "u": "uid",
+                            **{f"d_{d}": d for d in deltas},
+                            **{f"v_{c}": c for c in cols},
+                        },
+                    )
+            if len(pushes) == 1:
+                ((node_id, push),) = pushes.items()
+                self._q(
+                    "MATCH (s:Memory {uid: $u})-[:Link]-(m:Memory) SET m.key = m.key + $d",
+                    {"u": uid(namespace, node_id), "d": float(push)},
+                )
+            elif pushes:
+                self._load(
+                    "MATCH (s:Memory {uid: u})-[:Link]-(m:Memory) "
+                    "WITH m, sum(d) AS total SET m.key = m.key + total",
+                    {"u": [uid(namespace, i) for i in pushes], "d": list(pushes.values())},
+                    {"u": "uid", "d": "key"},
+                )
+
+    def _load(self, query: str, columns: Mapping[str, list[Any]], types: Mapping[str, str]) -> None:
+        """Run ``LOAD FROM <arrow table> <query>`` with the given columns."""
+        import pyarrow as pa
+
+        table = pa.table(
+            {
+                name: pa.array(values, type=_ARROW_TYPES[types[name]])
+                for name, values in columns.items()
+            }
+        )
+        self._conn.execute(f"LOAD FROM $rows {query}", {"rows": table})
 
     def delete_nodes(self, namespace: str, ids: Sequence[str]) -> None:
         with self.transaction():
             for i in ids:
                 self._q("MATCH (n:Memory {uid: $uid}) DETACH DELETE n", {"uid": uid(namespace, i)})
 
-    def bulk_insert(self, nodes: Sequence[Node], edges: Sequence[Edge]) -> None:
+    def bulk_insert(
+        self, nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]
+    ) -> None:
         import pyarrow as pa
+        import pyarrow.compute as pc
+
+        def col(values: Any, typ: Any) -> Any:
+            if isinstance(values, (pa.Array, pa.ChunkedArray)):
+                return values.cast(typ)
+            return pa.array(values, type=typ)
+
+        def uids(ns: Any, ids: Any) -> Any:
+            return pc.binary_join_element_wise(col(ns, pa.string()), col(ids, pa.string()), SEP)
 
         with self.transaction():
-            if nodes:
-                cols = _node_params_keys()
-                data = [_node_params(n) for n in nodes]
-                table = pa.table(
-                    {c: pa.array([d[c] for d in data], type=_ARROW_TYPES[c]) for c in cols}
-                )
-                self._conn.execute("COPY Memory FROM $t", {"t": table})
-            if edges:
+            n = len(nodes["id"])
+            if n:
                 table = pa.table(
                     {
-                        "from": pa.array([uid(e.namespace, e.src) for e in edges], pa.string()),
-                        "to": pa.array([uid(e.namespace, e.dst) for e in edges], pa.string()),
-                        "kind": pa.array([e.kind for e in edges], pa.string()),
-                        "weight": pa.array([e.weight for e in edges], pa.float64()),
-                        "created_us": pa.array([to_us(e.created_at) for e in edges], pa.int64()),
-                        "reinforced_us": pa.array(
-                            [to_us(e.reinforced_at) for e in edges], pa.int64()
-                        ),
-                        "props": pa.array(
-                            [json.dumps(e.props, sort_keys=True) for e in edges], pa.string()
-                        ),
+                        "uid": uids(nodes["namespace"], nodes["id"]),
+                        "id": col(nodes["id"], pa.string()),
+                        "ns": col(nodes["namespace"], pa.string()),
+                        **{
+                            c: col(nodes[c], _ARROW_TYPES[c])
+                            for c in (
+                                "kind",
+                                "text",
+                                "props",
+                                "created_us",
+                                "updated_us",
+                                "last_read_us",
+                                "pinned",
+                                "tier",
+                                "review_reason",
+                                "queued_us",
+                            )
+                        },
+                        "base_key": pa.array([0.0] * n, pa.float64()),
+                        "key": pa.array([0.0] * n, pa.float64()),
+                        "degree": pa.array([0] * n, pa.int64()),
+                    }
+                )
+                self._conn.execute("COPY Memory FROM $t", {"t": table})
+            if len(edges["src"]):
+                table = pa.table(
+                    {
+                        "from": uids(edges["namespace"], edges["src"]),
+                        "to": uids(edges["namespace"], edges["dst"]),
+                        "kind": col(edges["kind"], pa.string()),
+                        "weight": col(edges["weight"], pa.float64()),
+                        "created_us": col(edges["created_us"], pa.int64()),
+                        "reinforced_us": col(edges["reinforced_us"], pa.int64()),
+                        "props": col(edges["props"], pa.string()),
                     }
                 )
                 self._conn.execute("COPY Link FROM $t", {"t": table})
@@ -389,6 +482,43 @@ class KuzuStore(GraphStore):
                         "reinforced_us: $r, props: $p}]->(b)",
                         params,
                     )
+
+    def get_edge(self, namespace: str, src: str, dst: str, kind: str) -> Edge | None:
+        rows = self._q(
+            f"MATCH (a:Memory {{uid: $a}})-[e:Link]->(b:Memory {{uid: $b}}) WHERE e.kind = $k "
+            f"RETURN {_EDGE_RET}",
+            {"a": uid(namespace, src), "b": uid(namespace, dst), "k": kind},
+        )
+        return _edge_from(namespace, src, dst, rows[0]) if rows else None
+
+    def strongest_links(
+        self,
+        namespace: str,
+        ids: Sequence[str],
+        now_us: int,
+        half_life_us: float,
+        min_decayed: float,
+        limit: int,
+    ) -> list[Link]:
+        if not ids:
+            return []
+        out: list[Link] = []
+        for direction, pattern in ((True, "-[e:Link]->"), (False, "<-[e:Link]-")):
+            rows = self._q(
+                f"UNWIND $us AS u MATCH (s:Memory {{uid: u}}){pattern}(m:Memory) "
+                "WITH s, m, e, e.weight * pow(2.0, (e.reinforced_us - $now) / $h) AS dw "
+                "WHERE dw >= $min RETURN s.id, m.id, e.kind, e.weight, e.reinforced_us, dw "
+                "ORDER BY dw DESC, m.id LIMIT $lim",
+                {
+                    "us": [uid(namespace, i) for i in ids],
+                    "now": float(now_us),
+                    "h": float(half_life_us),
+                    "min": float(min_decayed),
+                    "lim": int(limit),
+                },
+            )
+            out += [Link(r[0], r[1], r[2], direction, float(r[3]), int(r[4])) for r in rows]
+        return out
 
     def incident(self, namespace: str, ids: Sequence[str]) -> list[Incident]:
         out: list[Incident] = []
@@ -508,13 +638,13 @@ class KuzuStore(GraphStore):
     def recompute_keys(
         self, namespace: str, epoch_us: int, half_life_us: float, read_bonus: float, spread: float
     ) -> int:
-        p = {"ns": namespace, "E": epoch_us, "h": float(half_life_us)}
+        p = {"ns": namespace, "E": float(epoch_us), "h": float(half_life_us)}
         with self.transaction():
             self._q(
                 "MATCH (n:Memory) WHERE n.ns = $ns "
                 "OPTIONAL MATCH (n)-[e:Link]-(m:Memory) "
                 "WITH n, sum(e.weight * pow(2.0, (e.reinforced_us - $E) / $h)) AS es, "
-                "count(DISTINCT m) AS deg "
+                "count(e) AS deg "
                 "SET n.degree = deg, n.base_key = coalesce(es, 0.0) + "
                 "CASE WHEN n.last_read_us IS NULL "
                 "THEN 0.0 ELSE $b * pow(2.0, (n.last_read_us - $E) / $h) END",
@@ -524,7 +654,7 @@ class KuzuStore(GraphStore):
             if spread:
                 self._q(
                     "MATCH (n:Memory)-[:Link]-(m:Memory) WHERE n.ns = $ns "
-                    "WITH DISTINCT n, m WITH n, sum(m.base_key / m.degree) AS nb "
+                    "WITH n, sum(m.base_key / m.degree) AS nb "
                     "SET n.key = n.base_key + $s * nb",
                     {"ns": namespace, "s": float(spread)},
                 )
@@ -571,26 +701,39 @@ class KuzuStore(GraphStore):
 
     # -- audit log -----------------------------------------------------------------------------
     def append_audit(self, entries: Sequence[AuditEntry]) -> None:
+        if not entries:
+            return
+        import pyarrow as pa
+
+        table = pa.table(
+            {
+                "uid": pa.array([uid(a.namespace, f"{a.seq:012d}") for a in entries], pa.string()),
+                "ns": pa.array([a.namespace for a in entries], pa.string()),
+                "seq": pa.array([a.seq for a in entries], pa.int64()),
+                "at_us": pa.array([to_us(a.at) for a in entries], pa.int64()),
+                "action": pa.array([a.action for a in entries], pa.string()),
+                "node_id": pa.array([a.node_id for a in entries], pa.string()),
+                "from_tier": pa.array([_opt_int(a.from_tier) for a in entries], pa.int64()),
+                "to_tier": pa.array([_opt_int(a.to_tier) for a in entries], pa.int64()),
+                "actor": pa.array([a.actor for a in entries], pa.string()),
+                "reason": pa.array([a.reason for a in entries], pa.string()),
+                "payload": pa.array(
+                    [None if a.payload is None else json.dumps(a.payload) for a in entries],
+                    pa.string(),
+                ),
+            }
+        )
         with self.transaction():
-            for a in entries:
-                self._q(
-                    "CREATE (:Audit {uid: $uid, ns: $ns, seq: $seq, at_us: $at, action: $action, "
-                    "node_id: $node, from_tier: $ft, to_tier: $tt, actor: $actor, "
-                    "reason: $reason, payload: $payload})",
-                    {
-                        "uid": uid(a.namespace, f"{a.seq:012d}"),
-                        "ns": a.namespace,
-                        "seq": a.seq,
-                        "at": to_us(a.at),
-                        "action": a.action,
-                        "node": a.node_id,
-                        "ft": None if a.from_tier is None else int(a.from_tier),
-                        "tt": None if a.to_tier is None else int(a.to_tier),
-                        "actor": a.actor,
-                        "reason": a.reason,
-                        "payload": None if a.payload is None else json.dumps(a.payload),
-                    },
-                )
+            if len(entries) <= _SMALL:
+                for row in table.to_pylist():
+                    self._q(
+                        "CREATE (:Audit {uid: $uid, ns: $ns, seq: $seq, at_us: $at_us, "
+                        "action: $action, node_id: $node_id, from_tier: $from_tier, "
+                        "to_tier: $to_tier, actor: $actor, reason: $reason, payload: $payload})",
+                        row,
+                    )
+            else:
+                self._conn.execute("COPY Audit FROM $t", {"t": table})
 
     def audit_log(
         self,
@@ -633,6 +776,21 @@ class KuzuStore(GraphStore):
     def last_audit_seq(self, namespace: str) -> int:
         rows = self._q("MATCH (a:Audit) WHERE a.ns = $ns RETURN max(a.seq)", {"ns": namespace})
         return int(rows[0][0] or 0) if rows else 0
+
+
+_SMALL = 8  # up to this many rows, single statements beat one LOAD FROM (~5 ms fixed cost)
+
+
+def _opt_int(value: int | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def _column_value(column: str, fields: Mapping[str, Any]) -> Any:
+    for f, v in fields.items():
+        col, value = _field_value(f, v)
+        if col == column:
+            return value
+    raise KeyError(column)
 
 
 def _kinds_filter(kinds: Sequence[str]) -> str:

@@ -32,7 +32,7 @@ class Node(_Model):
     """One memory: a note, decision, meeting, person, client, fact, message...
 
     ``id`` looks like ``kind:slug`` (``decision:outcome-pricing``). ``props`` holds any JSON-able
-    metadata. The scoring fields (``base_key``, ``key``, ``degree``: distinct neighbours) are
+    metadata. The scoring fields (``base_key``, ``key``, ``degree``: number of edges) are
     derived state maintained by the engine; see
     :mod:`ebb_core.scoring`.
     """

@@ -12,11 +12,13 @@ The *base* of a node at time T sums what touches it directly::
 
     base(n, T) = Σ_{edges e of n} w_e · decay(T − t_e) + read_bonus · decay(T − t_read(n))
 
-Its *activation* adds one damped hop of the same from its distinct neighbours, each sharing its
-base equally among its own neighbours (ACT-R's fan effect; PageRank divides the same way), so a
+Its *activation* adds one damped hop of the same over each of its edges, each neighbour sharing
+its base equally among its own edges (ACT-R's fan effect; PageRank divides the same way), so a
 hub does not keep every neighbour alive on its own::
 
-    A(n, T) = base(n, T) + spread · Σ_{m ∈ N(n)} base(m, T) / degree(m)
+    A(n, T) = base(n, T) + spread · Σ_{edges (n, m)} base(m, T) / degree(m)
+
+``degree`` counts edges (two edges of different kinds between the same pair count twice).
 
 Because every term decays with the same exponential, ``A(n, T) = 2^(−(T−E)/h) · K(n)`` for any
 reference time E (the *epoch*), where the *key* ``K(n)`` is the same sum with each term written
@@ -168,7 +170,7 @@ def share(base: float, degree: int) -> float:
 def activation_key(own_base: float, neighbours: Iterable[tuple[float, int]], cfg: Config) -> float:
     """Key of a node's activation: its base plus ``spread`` times its neighbours' shares.
 
-    ``neighbours`` gives ``(base_key, degree)`` for each distinct neighbour.
+    ``neighbours`` gives ``(base_key, degree)`` of the node at the other end of each edge.
     """
     return float(own_base + cfg.spread * sum(share(b, d) for b, d in neighbours))
 
@@ -182,7 +184,7 @@ def activation_direct(
 ) -> float:
     """``A(n, T)`` from first principles (no keys, no epoch): the reference the key form must equal.
 
-    ``neighbours`` gives, per distinct neighbour, its own ``(edges, last_read_us, degree)``.
+    ``neighbours`` gives, per edge, the other end's own ``(edges, last_read_us, degree)``.
     """
     h = cfg.half_life_us
 

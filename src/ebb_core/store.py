@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .model import AuditEntry, Edge, Node, Tier
@@ -44,6 +44,35 @@ class Incident:
     node_id: str
     edge: Edge
     other: Node
+
+
+@dataclass(frozen=True)
+class Adjustment:
+    """An incremental change to one node's scoring state (see ``Brain`` and ``scoring``).
+
+    ``base_delta``, ``degree_delta`` and ``key_delta`` are added to the node's own fields;
+    ``push_delta`` is added to the key of the node at the other end of each of its edges (once
+    per edge), which is how a change in its spreading share reaches its neighbours; ``fields``
+    are set as in :meth:`GraphStore.update_nodes`.
+    """
+
+    base_delta: float = 0.0
+    degree_delta: int = 0
+    key_delta: float = 0.0
+    push_delta: float = 0.0
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Link:
+    """A light view of one edge from a node's side, for explanations."""
+
+    node_id: str
+    other_id: str
+    kind: str
+    outgoing: bool
+    weight: float
+    reinforced_us: int
 
 
 @dataclass(frozen=True)
@@ -114,16 +143,26 @@ class GraphStore(ABC):
         """Set some fields (see :data:`UPDATABLE_FIELDS`) of existing nodes."""
 
     @abstractmethod
-    def add_to_keys(self, namespace: str, deltas: Mapping[str, float]) -> None:
-        """``key += delta`` for each node: a neighbour's share of a change in spreading."""
+    def adjust(self, namespace: str, changes: Mapping[str, Adjustment]) -> None:
+        """Apply incremental scoring changes (and field updates) to existing nodes.
+
+        Pushes travel over the edges as they are when this runs: the Brain calls it before
+        creating new edges and after deleting nodes.
+        """
 
     @abstractmethod
     def delete_nodes(self, namespace: str, ids: Sequence[str]) -> None:
         """Remove nodes and their edges. Only the Brain's human-approved deletion calls this."""
 
     @abstractmethod
-    def bulk_insert(self, nodes: Sequence[Node], edges: Sequence[Edge]) -> None:
-        """Fast path for imports: nodes that do not exist yet, then edges between existing nodes."""
+    def bulk_insert(
+        self, nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]
+    ) -> None:
+        """Fast path for imports, as columns (see :mod:`ebb_core.records`).
+
+        ``nodes`` are new (their ids do not exist yet); ``edges`` join nodes that exist once the
+        nodes are in. Scoring fields start at zero: the Brain recomputes them afterwards.
+        """
 
     # -- edges -------------------------------------------------------------------------------
     @abstractmethod
@@ -133,6 +172,23 @@ class GraphStore(ABC):
     @abstractmethod
     def incident(self, namespace: str, ids: Sequence[str]) -> list[Incident]:
         """Every edge touching any of ``ids`` (both directions), with the node at its other end."""
+
+    @abstractmethod
+    def get_edge(self, namespace: str, src: str, dst: str, kind: str) -> Edge | None:
+        """The ``src -kind-> dst`` edge, if it exists."""
+
+    @abstractmethod
+    def strongest_links(
+        self,
+        namespace: str,
+        ids: Sequence[str],
+        now_us: int,
+        half_life_us: float,
+        min_decayed: float,
+        limit: int,
+    ) -> list[Link]:
+        """Edges of ``ids`` whose decayed weight at ``now`` is at least ``min_decayed``,
+        strongest first, at most ``limit`` in all."""
 
     # -- finding -----------------------------------------------------------------------------
     @abstractmethod
