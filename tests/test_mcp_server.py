@@ -1,0 +1,520 @@
+"""The MCP server in-process, through the SDK's own client: tools, schemas, errors, resources.
+
+End-to-end runs over stdio and HTTP are in ``test_mcp_e2e.py``; the MCP Inspector in
+``test_mcp_inspector.py``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("mcp")
+
+from mcp import Client
+from mcp.types import CallToolResult
+
+from ebb_core import Brain, FixedClock
+from ebb_core.errors import InvalidInput
+from ebb_core.mcp_server import (
+    BUSY,
+    TOOL_NAMES,
+    StoreAccess,
+    build_server,
+    mcp_command,
+    serve,
+)
+
+T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+NS = "mcp"
+READ_ONLY = {"neighbors", "review_queue", "stats"}
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "mcp.kuzu"
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    return FixedClock(T0)
+
+
+def opener(db: Path, clock: FixedClock) -> Callable[[], Brain]:
+    return lambda: Brain.open(db, backend="kuzu", namespace=NS, clock=clock)
+
+
+@pytest.fixture
+def server(db: Path, clock: FixedClock) -> Any:
+    """The server on a fixed clock; each test connects with ``async with Client(server)``."""
+    return build_server(StoreAccess(db, namespace=NS, opener=opener(db, clock)))
+
+
+def snapshot(db: Path) -> str:
+    """Everything in the store (memories, links, audit log) as text; reads change nothing."""
+    out = io.StringIO()
+    with Brain.open(db, backend="kuzu", namespace=NS) as brain:
+        brain.export(out, all_namespaces=True)
+    return out.getvalue()
+
+
+async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, args)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def seed(client: Client) -> None:
+    await call(
+        client,
+        "remember",
+        text="We price by outcome now",
+        kind="decision",
+        id="decision:outcome-pricing",
+    )
+    await call(
+        client,
+        "remember",
+        text="Acme signed on outcome pricing",
+        kind="fact",
+        id="fact:acme",
+        links=["decision:outcome-pricing"],
+        link_kind="about",
+    )
+    await call(
+        client,
+        "remember",
+        text="Ravi runs the Acme account",
+        kind="person",
+        id="person:ravi",
+        links=["fact:acme"],
+    )
+
+
+def text_of(result: CallToolResult) -> str:
+    first = result.content[0]
+    assert first.type == "text"
+    return first.text
+
+
+# -- the tool list ---------------------------------------------------------------------------
+
+
+async def test_lists_exactly_the_ten_tools_and_none_deletes(server: Any) -> None:
+    async with Client(server) as client:
+        tools = (await client.list_tools()).tools
+        assert sorted(t.name for t in tools) == sorted(TOOL_NAMES)
+        for t in tools:
+            assert not any(w in t.name for w in ("delete", "approve", "purge", "remove"))
+            assert t.description and len(t.description) > 80, t.name
+            assert "\n    " not in t.description  # docstring indentation is cleaned away
+            assert t.output_schema and t.output_schema["type"] == "object", t.name
+            for name, prop in t.input_schema.get("properties", {}).items():
+                assert prop.get("description"), f"{t.name}.{name} has no description"
+            assert t.annotations is not None
+            assert t.annotations.destructive_hint is False
+            assert t.annotations.open_world_hint is False
+            assert t.annotations.read_only_hint is (t.name in READ_ONLY), t.name
+        schemas = {t.name: t.input_schema for t in tools}
+        assert schemas["recall"]["required"] == ["query"]
+        assert schemas["remember"]["required"] == ["text"]
+        assert schemas["recall"]["properties"]["k"]["maximum"] == 50
+
+
+async def test_server_says_how_to_use_it(server: Any) -> None:
+    async with Client(server) as client:
+        assert client.instructions and "recall" in client.instructions
+        assert "cannot delete" in client.instructions
+
+
+# -- every tool ------------------------------------------------------------------------------
+
+
+async def test_every_tool_returns_output_matching_its_schema(
+    server: Any, db: Path, clock: FixedClock
+) -> None:
+    async with Client(server) as client:
+        schemas = {t.name: t.output_schema for t in (await client.list_tools()).tools}
+        outputs: dict[str, dict[str, Any]] = {}
+
+        async def checked(tool: str, **args: Any) -> dict[str, Any]:
+            out = await call(client, tool, **args)
+            jsonschema.validate(out, schemas[tool])
+            outputs[tool] = out
+            return out
+
+        mem = await checked(
+            "remember",
+            text="Seat pricing was the old model",
+            kind="decision",
+            id="decision:seat-pricing",
+            props={"source": "board deck"},
+        )
+        assert mem["tier"] == "hot" and mem["props"] == {"source": "board deck"}
+        await seed(client)
+        link = await checked(
+            "connect",
+            src="decision:outcome-pricing",
+            dst="decision:seat-pricing",
+            kind="supersedes",
+            weight=2.0,
+        )
+        assert link["weight"] == 2.0 and link["kind"] == "supersedes"
+        clock.advance(days=3)
+        again = await checked("reinforce", id="fact:acme")
+        assert again["last_read_at"].startswith("2026-03-04")
+        nb = await checked("neighbors", id="fact:acme")
+        assert {n["id"] for n in nb["neighbors"]} == {"decision:outcome-pricing", "person:ravi"}
+        about = next(n for n in nb["neighbors"] if n["id"] == "decision:outcome-pricing")
+        assert about["link_kind"] == "about" and about["direction"] == "out"
+        pinned = await checked("pin", id="person:ravi")
+        assert pinned["pinned"] is True
+        hits = await checked("recall", query="outcome pricing", k=3)
+        assert hits["hits"][0]["id"] == "decision:outcome-pricing"
+        gone = await checked("forget", id="decision:seat-pricing", reason="superseded")
+        assert gone["in_review_queue"] is True and "Nothing was deleted" in gone["message"]
+        queue = await checked("review_queue")
+        assert [i["id"] for i in queue["items"]] == ["decision:seat-pricing"]
+        assert "ebb approve" in queue["message"]
+        report = await checked("maintain")
+        assert report["scanned"] >= 4
+        stats = await checked("stats")
+        assert stats["nodes"] == 4 and stats["review_queue"] == 1 and stats["pinned"] == 1
+        assert set(outputs) == set(TOOL_NAMES)
+        # forget queued, nothing was deleted: the memory is still in the store
+        with Brain.open(db, backend="kuzu", namespace=NS) as brain:
+            assert brain.get("decision:seat-pricing").tier == 4
+
+
+async def test_recall_explains_each_hit(server: Any) -> None:
+    async with Client(server) as client:
+        await seed(client)
+        result = await call(client, "recall", query="Acme pricing", k=5)
+        assert result["hint"] is None
+        by_id = {h["id"]: h for h in result["hits"]}
+        acme = by_id["fact:acme"]["why"]
+        assert {"acme", "pricing"} <= set(acme["matched_terms"])
+        assert {link["id"] for link in acme["live_links"]} == {
+            "decision:outcome-pricing",
+            "person:ravi",
+        }
+        assert acme["tier"] == "hot" and acme["activation"] > 0 and acme["last_reinforced_at"]
+        assert "matched" in acme["summary"] and "live link" in acme["summary"]
+        # the text content carries the same JSON for clients that ignore structured content
+        raw = await client.call_tool("recall", {"query": "Acme", "reinforce": False})
+        assert json.loads(text_of(raw))["hits"][0]["why"]["summary"]
+
+
+async def test_recall_with_no_match_says_what_to_try(server: Any) -> None:
+    async with Client(server) as client:
+        await seed(client)
+        result = await call(client, "recall", query="zeppelin")
+        assert result["hits"] == [] and "depth=2" in result["hint"]
+
+
+async def test_cypher_looking_and_odd_unicode_text_round_trips(server: Any, db: Path) -> None:
+    async with Client(server) as client:
+        await seed(client)
+        texts = {
+            "note:cypher": "MATCH (n) DETACH DELETE n; RETURN 1 // '}) CALL db.drop() \\",
+            "note:unicode": "😀 👩‍👩‍👧 Z̷̢a̸l̵g̶o RTL\u202eoverride zero\u200bwidth \ufeffBOM 東京 会議",
+            "note:controls": "line one\nline two\ttabbed\x07bell",
+        }
+        for id_, text in texts.items():
+            await call(client, "remember", text=text, id=id_, props={"q": "') RETURN n //"})
+        with Brain.open(db, backend="kuzu", namespace=NS) as brain:
+            for id_, text in texts.items():
+                assert brain.get(id_).text == text
+            assert brain.stats().nodes == 6  # nothing else was touched
+        hits = await call(client, "recall", query="MATCH DETACH DELETE")
+        assert hits["hits"][0]["id"] == "note:cypher"
+        hits = await call(client, "recall", query="東京")
+        assert [h["id"] for h in hits["hits"]] in ([], ["note:unicode"])
+
+
+# -- bad input: a clear tool error, the server keeps serving, the store is unchanged -----------
+
+MB = "x" * 1_000_000
+
+BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
+    ("remember", {}, "text is required"),
+    ("remember", {"text": 123}, "text: Input should be a valid string (got int)"),
+    ("remember", {"text": ""}, "text is empty"),
+    ("remember", {"text": "   "}, "text is empty"),
+    ("remember", {"text": MB}, "the limit is 200,000"),
+    ("remember", {"text": "ok", "id": MB}, "at most 200 characters"),
+    ("remember", {"text": "ok", "kind": "Not A Kind!"}, "kind 'Not A Kind!' must be lowercase"),
+    ("remember", {"text": "ok", "links": ["nope:missing"]}, "no memory 'nope:missing'"),
+    ("remember", {"text": "ok", "links": "fact:acme"}, "links: Input should be a valid list"),
+    ("remember", {"text": "ok", "props": [1, 2]}, "props: Input should be a valid dictionary"),
+    ("remember", {"text": "nul \x00 inside"}, "NUL"),
+    ("remember", {"text": "bad \ud800 half"}, "unpaired UTF-16 surrogate"),
+    ("remember", {"text": "ok", "id": "note:\x07bell"}, "without control characters"),
+    ("remember", {"text": "ok", "id": "fact:acme", "links": ["fact:acme"]}, "link to itself"),
+    ("remember", {"text": "ok", "pinned": True}, "unknown argument 'pinned'"),
+    ("recall", {}, "query is required"),
+    ("recall", {"query": None}, "query: Input should be a valid string (got null)"),
+    ("recall", {"query": "x", "k": 0}, "k: Input should be greater than or equal to 1"),
+    ("recall", {"query": "x", "k": 10_000}, "k: Input should be less than or equal to 50"),
+    ("recall", {"query": "x", "k": "many"}, "k: Input should be a valid integer"),
+    ("recall", {"query": "x", "k": 2.5}, "k: Input should be a valid integer"),
+    ("recall", {"query": "x", "depth": 7}, "depth: Input should be 1, 2 or 3"),
+    ("recall", {"query": "x", "kinds": ["BAD KIND"]}, "kinds 'BAD KIND' must be lowercase"),
+    ("recall", {"query": MB}, "query is 1,000,000 characters"),
+    ("recall", {"query": "x", "limt": 3}, "unknown argument 'limt'"),
+    ("connect", {"src": "fact:acme"}, "dst is required"),
+    ("connect", {"src": "fact:acme", "dst": "nope:x"}, "no memory 'nope:x'"),
+    ("connect", {"src": "fact:acme", "dst": "fact:acme"}, "cannot link to itself"),
+    (
+        "connect",
+        {"src": "fact:acme", "dst": "person:ravi", "weight": -1},
+        "weight: Input should be greater than 0",
+    ),
+    (
+        "connect",
+        {"src": "fact:acme", "dst": "person:ravi", "weight": "heavy"},
+        "weight: Input should be a valid number",
+    ),
+    ("reinforce", {"id": "nope:x"}, "no memory 'nope:x' in namespace 'mcp'"),
+    (
+        "reinforce",
+        {"id": "person:ravi", "with_id": "decision:outcome-pricing"},
+        "no edge between 'person:ravi' and 'decision:outcome-pricing'",
+    ),
+    ("reinforce", {"id": ["fact:acme"]}, "id: Input should be a valid string (got array)"),
+    ("forget", {"id": "nope:x"}, "no memory 'nope:x'"),
+    ("forget", {"id": "fact:acme", "reason": MB}, "reason is longer than 2,000 characters"),
+    ("forget", {"id": "x'}) MATCH (n) DETACH DELETE n //"}, "no memory \"x'}) MATCH (n)"),
+    ("neighbors", {"id": ""}, "a memory id must be a non-empty string"),
+    ("neighbors", {"id": "fact:acme", "limit": -1}, "limit: Input should be greater than"),
+    ("pin", {"id": "nope:x"}, "no memory 'nope:x'"),
+    ("pin", {"id": 42}, "id: Input should be a valid string (got int)"),
+    ("maintain", {"spreading": "pagerank"}, "unknown argument 'spreading'"),
+    ("review_queue", {"limit": "all"}, "limit: Input should be a valid integer"),
+    ("stats", {"namespace": "someone-else"}, "unknown argument 'namespace'"),
+    ("delete", {"id": "fact:acme"}, "Unknown tool: delete"),
+    ("approve_deletion", {"ids": ["fact:acme"]}, "Unknown tool: approve_deletion"),
+]
+
+
+async def test_bad_calls_get_tool_errors_and_change_nothing(server: Any, db: Path) -> None:
+    async with Client(server) as client:
+        await seed(client)
+        before = snapshot(db)
+        for tool, args, expected in BAD_CALLS:
+            result = await client.call_tool(tool, args)
+            assert result.is_error, (tool, args)
+            message = text_of(result)
+            assert expected in message, (tool, message)
+            assert len(message) < 1000, "an error never echoes a huge argument back"
+        assert snapshot(db) == before
+        # still serving, and nothing changed
+        stats = await call(client, "stats")
+        assert stats["nodes"] == 3 and stats["edges"] == 2 and stats["audit_entries"] == 0
+
+
+async def test_pinned_memory_cannot_be_forgotten_by_an_agent(server: Any, db: Path) -> None:
+    async with Client(server) as client:
+        await seed(client)
+        await call(client, "pin", id="fact:acme")
+        before = snapshot(db)
+        result = await client.call_tool("forget", {"id": "fact:acme"})
+        assert result.is_error and "pinned" in text_of(result)
+        assert snapshot(db) == before
+
+
+async def test_a_failure_half_way_through_a_write_leaves_nothing_behind(
+    db: Path, clock: FixedClock
+) -> None:
+    """The node is written, then writing its links fails: the whole call is rolled back."""
+
+    def failing() -> Brain:
+        brain = Brain.open(db, backend="kuzu", namespace=NS, clock=clock)
+        store: Any = brain.store
+        real = store.upsert_edges
+
+        def upsert_then_fail(edges: Any) -> None:
+            real(edges)
+            raise RuntimeError("disk unplugged")
+
+        store.upsert_edges = upsert_then_fail
+        return brain
+
+    async with Client(build_server(StoreAccess(db, namespace=NS, opener=opener(db, clock)))) as c:
+        await seed(c)
+    before = snapshot(db)
+    async with Client(build_server(StoreAccess(db, namespace=NS, opener=failing))) as c:
+        result = await c.call_tool(
+            "remember", {"text": "half written", "id": "note:half", "links": ["fact:acme"]}
+        )
+        assert result.is_error
+        assert "unexpected RuntimeError in remember: disk unplugged" in text_of(result)
+        assert "nothing was half-written" in text_of(result)
+        assert (await c.call_tool("stats", {})).is_error is False
+    assert snapshot(db) == before
+
+
+# -- the store is held only during a call ----------------------------------------------------
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from ebb_core import Brain
+    brain = Brain.open(sys.argv[1], backend="kuzu", namespace="mcp")
+    print("holding", flush=True)
+    sys.stdin.readline()
+    brain.close()
+    """
+)
+
+
+async def test_a_call_waits_for_a_person_then_reports_busy(db: Path, clock: FixedClock) -> None:
+    async with Client(build_server(StoreAccess(db, namespace=NS, opener=opener(db, clock)))) as c:
+        await seed(c)
+    # Between calls the server holds nothing: another process opens the store.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+        access = StoreAccess(db, backend="kuzu", namespace=NS, wait=0.3)
+        async with Client(build_server(access)) as c:
+            result = await c.call_tool("remember", {"text": "while a person reviews"})
+            assert result.is_error and text_of(result).endswith(BUSY)
+            assert holder.stdin is not None
+            holder.stdin.write("\n")
+            holder.stdin.flush()
+            assert holder.wait(30) == 0
+            assert (await call(c, "stats"))["nodes"] == 3  # the busy call wrote nothing
+            await call(c, "remember", text="after the person is done")
+            assert (await call(c, "stats"))["nodes"] == 4
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+
+
+def test_neo4j_keeps_one_connection_kuzu_opens_per_call() -> None:
+    opened: list[object] = []
+
+    class FakeBrain:
+        def close(self) -> None:
+            opened.append("closed")
+
+    def fake() -> Any:
+        opened.append("opened")
+        return FakeBrain()
+
+    held = StoreAccess(backend="neo4j", namespace="n", opener=fake)
+    assert held.hold
+    for _ in range(3):
+        with held.brain():
+            pass
+    held.close()
+    assert opened == ["opened", "closed"]
+    opened.clear()
+    per_call = StoreAccess(backend="kuzu", namespace="n", opener=fake)
+    assert not per_call.hold
+    for _ in range(2):
+        with per_call.brain():
+            pass
+    assert opened == ["opened", "closed", "opened", "closed"]
+
+
+# -- resources -------------------------------------------------------------------------------
+
+
+async def test_read_only_resources_for_stats_and_review_queue(server: Any, db: Path) -> None:
+    async with Client(server) as client:
+        await seed(client)
+        await call(client, "forget", id="person:ravi", reason="left the company")
+        resources = {str(r.uri): r for r in (await client.list_resources()).resources}
+        assert set(resources) == {"ebb://stats", "ebb://review-queue"}
+        assert all(r.mime_type == "application/json" for r in resources.values())
+        before = snapshot(db)
+        stats = json.loads((await client.read_resource("ebb://stats")).contents[0].text)  # type: ignore[union-attr]
+        assert stats["nodes"] == 3 and stats["review_queue"] == 1
+        queue = json.loads(
+            (await client.read_resource("ebb://review-queue")).contents[0].text  # type: ignore[union-attr]
+        )
+        assert queue["count"] == 1 and queue["items"][0]["id"] == "person:ravi"
+        assert "left the company" in queue["items"][0]["reason"]
+        assert snapshot(db) == before
+
+
+# -- the command -----------------------------------------------------------------------------
+
+
+def test_command_options_and_the_group_options_reach_serve(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from ebb_core import cli, mcp_server
+
+    seen: dict[str, Any] = {}
+
+    def fake_serve(*args: Any, **kwargs: Any) -> None:
+        seen["args"], seen["kwargs"] = args, kwargs
+
+    monkeypatch.setattr(mcp_server, "serve", fake_serve)
+    runner = CliRunner()
+    result = runner.invoke(cli.main, ["--db", str(tmp_path / "g.kuzu"), "-n", "team", "mcp"])
+    assert result.exit_code == 0, result.output
+    assert seen["args"] == ("stdio", "127.0.0.1", 8000, str(tmp_path / "g.kuzu"), None, "team")
+    result = runner.invoke(
+        cli.main,
+        [
+            "mcp",
+            "--transport",
+            "http",
+            "--port",
+            "9123",
+            "--db",
+            "x.kuzu",
+            "--namespace",
+            "me",
+            "--wait",
+            "2",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert seen["args"] == ("http", "127.0.0.1", 9123, "x.kuzu", None, "me")
+    assert seen["kwargs"] == {"wait": 2.0}
+    result = runner.invoke(mcp_command, ["--transport", "carrier-pigeon"])
+    assert result.exit_code != 0 and "carrier-pigeon" in result.output
+
+
+def test_command_reports_a_bad_store_in_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(mcp_command, ["--db", str(tmp_path / "no" / "such" / "dir.kuzu")])
+    assert result.exit_code == 1
+    assert "does not exist" in result.output and "Traceback" not in result.output
+
+
+def test_serve_refuses_an_unknown_transport() -> None:
+    with pytest.raises(InvalidInput, match="unknown transport"):
+        serve("smoke-signals")
+
+
+def test_python_dash_m_ebb_core_cli_runs_the_server_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ebb_core.cli", "mcp", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--transport [stdio|http]" in done.stdout and "EBB_NAMESPACE" in done.stdout
