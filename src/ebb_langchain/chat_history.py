@@ -72,12 +72,15 @@ class EbbChatMessageHistory(BaseChatMessageHistory):
     async def aget_messages(self) -> list[BaseMessage]:
         return await run_in_executor(None, lambda: self.messages)
 
-    def _count(self) -> int:
+    def _session(self) -> Node | None:
         try:
-            session = self.brain.get(self.session_node_id)
+            return self.brain.get(self.session_node_id)
         except NotFound:
-            return 0
-        return int(session.props.get("messages", 0))
+            return None
+
+    def _count(self, session: Node | None = None) -> int:
+        session = session or self._session()
+        return int(session.props.get("messages", 0)) if session else 0
 
     # -- writing ---------------------------------------------------------------------------------
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
@@ -85,9 +88,18 @@ class EbbChatMessageHistory(BaseChatMessageHistory):
         if not messages:
             return
         with self._lock:
-            start = self._count()
+            session = self._session()
+            start = self._count(session)
+            if session is not None and session.tier == Tier.FROZEN:
+                # Resuming a session that decayed into the review queue brings it back.
+                self.brain.restore(self.session_node_id, actor="agent")
             # Reserve the ids first: a failure half-way leaves a gap, never a reused id.
-            self._write_session(start + len(messages))
+            self.brain.remember(
+                f"chat session {self.session_id}",
+                kind=SESSION_KIND,
+                id=self.session_node_id,
+                props={"session_id": self.session_id, "messages": start + len(messages)},
+            )
             previous = self.message_id(start - 1) if start else None
             for offset, message in enumerate(messages):
                 mid = self.message_id(start + offset)
@@ -108,20 +120,6 @@ class EbbChatMessageHistory(BaseChatMessageHistory):
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         await run_in_executor(None, self.add_messages, messages)
-
-    def _write_session(self, count: int) -> None:
-        try:
-            if self.brain.get(self.session_node_id).tier == Tier.FROZEN:
-                # Resuming a session that decayed into the review queue brings it back.
-                self.brain.restore(self.session_node_id, actor="agent")
-        except NotFound:
-            pass
-        self.brain.remember(
-            f"chat session {self.session_id}",
-            kind=SESSION_KIND,
-            id=self.session_node_id,
-            props={"session_id": self.session_id, "messages": count},
-        )
 
     def _mentioned(self, message: BaseMessage, text: str) -> list[str]:
         """Ids of live memories the message names (in its text or its tool-call arguments)."""
