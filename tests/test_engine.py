@@ -354,3 +354,12 @@ def test_bulk_paths_keep_keys_exact(brain: Brain, clock: FixedClock) -> None:
     for i, (b, k, d) in incremental.items():
         assert (b, d) == (pytest.approx(exact[i][0], rel=1e-9), exact[i][2]), i
         assert k == pytest.approx(exact[i][1], rel=1e-9), i
+
+
+def test_repeated_text_gets_distinct_ids_without_long_probing(brain: Brain) -> None:
+    ids = [brain.remember("thanks", kind="message").id for _ in range(8)]
+    assert ids[:3] == ["message:thanks", "message:thanks-2", "message:thanks-3"]
+    assert len(set(ids)) == 8
+    assert all(
+        i.startswith("message:thanks-") and len(i) == len("message:thanks-") + 8 for i in ids[3:]
+    )

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -255,6 +256,9 @@ class Brain:
         edges to its neighbours; a new edge adds the other end's new share to x's key and a
         removed one takes the old share away. Call it before creating ``new_edges`` and after
         deleting ``gone``. ``maintain`` recomputes everything exactly; tests hold the two equal.
+        A node with more than ``max_push_degree`` edges does not push: its share moves by at most
+        1/degree of the change, and touching every neighbour of a hub on each event would cost
+        more than it is worth; ``maintain`` brings those neighbours' keys up to date.
         Returns each node's new key as far as this event alone determines it.
         """
         cfg, epoch, h = self._s.config, self._s.epoch_us, self._s.config.half_life_us
@@ -301,11 +305,14 @@ class Brain:
             extra = dict(fields.get(x, {})) if fields else {}
             if read and x in read:
                 extra["last_read_at"] = from_us(read[x])
+            push = cfg.spread * (new_share[x] - old_share[x])
+            if nodes[x].degree > cfg.max_push_degree:
+                push = 0.0  # a hub's small share change reaches its neighbours at maintain
             changes[x] = Adjustment(
                 base_delta=db[x],
                 degree_delta=dd[x],
                 key_delta=dk[x],
-                push_delta=cfg.spread * (new_share[x] - old_share[x]),
+                push_delta=push,
                 fields=extra,
             )
         self._s.store.adjust(self._ns, changes)
@@ -376,13 +383,14 @@ class Brain:
             now_us = self._now_us()
             self._maybe_rebase(now_us)
             when = as_utc(at) if at is not None else from_us(now_us)
+            generated = id is None
             if id is None:
                 id = self._new_id(kind, text)
             else:
                 validate_id(id)
             if id in link_ids:
                 raise InvalidInput(f"memory {id!r} cannot link to itself", field="links")
-            existing = self._s.store.get_nodes(self._ns, [id]).get(id)
+            existing = None if generated else self._s.store.get_nodes(self._ns, [id]).get(id)
             if existing is not None and existing.tier == Tier.FROZEN:
                 raise InvalidInput(
                     f"memory {id!r} is in the review queue: restore it first to change it",
@@ -409,7 +417,10 @@ class Brain:
                 key=existing.key if existing else 0.0,
                 degree=existing.degree if existing else 0,
             )
-            self._s.store.upsert_nodes([node])
+            if existing is None:
+                self._s.store.insert_nodes([node])
+            else:
+                self._s.store.upsert_nodes([node])
             new_edges, changed = [], []
             for link in link_ids:
                 edge = Edge(
@@ -432,7 +443,8 @@ class Brain:
                 new_edges=new_edges,
                 changed=changed,
             )
-            self._s.store.upsert_edges([*new_edges, *(new for _, new in changed)])
+            self._s.store.insert_edges(new_edges)
+            self._s.store.upsert_edges([new for _, new in changed])
             if existing is not None and existing.tier != Tier.HOT:
                 self._audit(
                     [
@@ -449,11 +461,18 @@ class Brain:
             return self._s.store.get_nodes(self._ns, [id])[id]
 
     def _new_id(self, kind: str, text: str) -> str:
+        """``kind:slug``, then ``-2``, ``-3``; after that a short hash (no long probing when
+        the same text recurs, like "thanks" in a chat)."""
         base = f"{kind}:{slugify(text)}"
-        candidate, n = base, 1
-        while self._s.store.get_nodes(self._ns, [candidate]):
-            n += 1
-            candidate = f"{base}-{n}"
+        store, attempt = self._s.store, 1
+        candidate = base
+        while store.existing_ids(self._ns, [candidate]):
+            attempt += 1
+            if attempt <= 3:
+                candidate = f"{base}-{attempt}"
+            else:
+                seed = f"{text}|{self._now_us()}|{attempt}".encode()
+                candidate = f"{base}-{hashlib.blake2b(seed, digest_size=4).hexdigest()}"
         return candidate
 
     def connect(
@@ -498,9 +517,10 @@ class Brain:
             )
             if old is None:
                 keys = self._adjust(nodes, new_edges=[edge])
+                self._s.store.insert_edges([edge])
             else:
                 keys = self._adjust(nodes, changed=[(old, edge)])
-            self._s.store.upsert_edges([edge])
+                self._s.store.upsert_edges([edge])
             self._promote(nodes, keys)
             return edge
 
@@ -1111,7 +1131,7 @@ class Brain:
             )
         )
         n_nodes, n_edges = len(node_cols["id"]), len(edge_cols["src"])
-        with self._tx():
+        with self._s.lock, self._s.store.bulk_load(n_nodes), self._tx():
             store = self._s.store
             for ns, ids in ids_by_ns.items():
                 clash = store.existing_ids(ns, list(ids))

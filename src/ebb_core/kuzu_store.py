@@ -112,6 +112,18 @@ def _edge_from(ns: str, src: str, dst: str, r: Sequence[Any]) -> Edge:
     )
 
 
+def _edge_params(e: Edge) -> dict[str, Any]:
+    return {
+        "a": uid(e.namespace, e.src),
+        "b": uid(e.namespace, e.dst),
+        "kind": e.kind,
+        "w": e.weight,
+        "c": to_us(e.created_at),
+        "r": to_us(e.reinforced_at),
+        "p": json.dumps(e.props, sort_keys=True),
+    }
+
+
 _EDGE_RET = "e.kind, e.weight, e.created_us, e.reinforced_us, e.props"
 
 
@@ -220,10 +232,9 @@ class KuzuStore(GraphStore):
             for ddl in _SCHEMA:
                 self._exec(ddl)
             if "Memory" not in existing:
-                self._exec(
-                    f"CALL CREATE_FTS_INDEX('Memory', '{FTS_INDEX}', ['text'], stemmer := 'porter')"
-                )
                 self.set_meta("schema_version", SCHEMA_VERSION)
+            if not self._has_text_index():
+                self._create_text_index()
             version = self.get_meta("schema_version")
             if version != SCHEMA_VERSION:
                 raise BackendUnavailable(
@@ -234,11 +245,37 @@ class KuzuStore(GraphStore):
     def rebuild_text_index(self) -> None:
         """Drop and rebuild the full-text index from the table (after crash recovery)."""
         with self._lock:
-            self._prepared.clear()
+            self._drop_text_index()
+            self._create_text_index()
+
+    def _has_text_index(self) -> bool:
+        return any(r[1] == FTS_INDEX for r in self._rows("CALL show_indexes() RETURN *"))
+
+    def _drop_text_index(self) -> None:
+        self._prepared.clear()
+        if self._has_text_index():
             self._exec(f"CALL DROP_FTS_INDEX('Memory', '{FTS_INDEX}')")
-            self._exec(
-                f"CALL CREATE_FTS_INDEX('Memory', '{FTS_INDEX}', ['text'], stemmer := 'porter')"
-            )
+
+    def _create_text_index(self) -> None:
+        self._prepared.clear()
+        self._exec(f"CALL CREATE_FTS_INDEX('Memory', '{FTS_INDEX}', ['text'], stemmer := 'porter')")
+
+    @contextmanager
+    def bulk_load(self, rows: int) -> Iterator[None]:
+        # Keeping the full-text index current row by row makes COPY ~5x slower; for a load at
+        # least as big as the table already is, dropping it and rebuilding it afterwards is
+        # cheaper. Kùzu only allows this outside a transaction, hence a context of its own; a
+        # store opened after a crash in between finds the index missing and builds it.
+        with self._lock:
+            total = self._q("MATCH (m:Memory) RETURN count(*)")[0][0]
+            rebuild = rows >= 5000 and rows >= total and not self._depth
+            if rebuild:
+                self._drop_text_index()
+            try:
+                yield
+            finally:
+                if rebuild:
+                    self._create_text_index()
 
     def _rows(self, query: str) -> list[list[Any]]:
         result = self._conn.execute(query)
@@ -307,7 +344,11 @@ class KuzuStore(GraphStore):
     def existing_ids(self, namespace: str, ids: Sequence[str]) -> set[str]:
         wanted = set(ids)
         if len(wanted) <= 64:
-            return set(self.get_nodes(namespace, list(wanted)))
+            return {
+                i
+                for i in wanted
+                if self._q("MATCH (n:Memory {uid: $u}) RETURN n.id", {"u": uid(namespace, i)})
+            }
         rows = self._q("MATCH (n:Memory) WHERE n.ns = $ns RETURN n.id", {"ns": namespace})
         return wanted & {r[0] for r in rows}
 
@@ -316,6 +357,12 @@ class KuzuStore(GraphStore):
         with self.transaction():
             for n in nodes:
                 self._q(f"MERGE (n:Memory {{uid: $uid}}) SET {sets}", _node_params(n))
+
+    def insert_nodes(self, nodes: Sequence[Node]) -> None:
+        props = ", ".join(f"{c}: ${c}" for c in _node_params_keys())
+        with self.transaction():
+            for n in nodes:
+                self._q(f"CREATE (:Memory {{{props}}})", _node_params(n))
 
     def update_nodes(self, namespace: str, changes: Mapping[str, Mapping[str, Any]]) -> None:
         self.adjust(namespace, {i: Adjustment(fields=f) for i, f in changes.items()})
@@ -460,28 +507,24 @@ class KuzuStore(GraphStore):
     def upsert_edges(self, edges: Sequence[Edge]) -> None:
         with self.transaction():
             for e in edges:
-                params = {
-                    "a": uid(e.namespace, e.src),
-                    "b": uid(e.namespace, e.dst),
-                    "kind": e.kind,
-                    "w": e.weight,
-                    "c": to_us(e.created_at),
-                    "r": to_us(e.reinforced_at),
-                    "p": json.dumps(e.props, sort_keys=True),
-                }
                 found = self._q(
                     "MATCH (a:Memory {uid: $a})-[e:Link]->(b:Memory {uid: $b}) "
                     "WHERE e.kind = $kind SET e.weight = $w, e.created_us = $c, "
                     "e.reinforced_us = $r, e.props = $p RETURN count(e)",
-                    params,
+                    _edge_params(e),
                 )
                 if not found or not found[0][0]:
-                    self._q(
-                        "MATCH (a:Memory {uid: $a}), (b:Memory {uid: $b}) "
-                        "CREATE (a)-[:Link {kind: $kind, weight: $w, created_us: $c, "
-                        "reinforced_us: $r, props: $p}]->(b)",
-                        params,
-                    )
+                    self.insert_edges([e])
+
+    def insert_edges(self, edges: Sequence[Edge]) -> None:
+        with self.transaction():
+            for e in edges:
+                self._q(
+                    "MATCH (a:Memory {uid: $a}), (b:Memory {uid: $b}) "
+                    "CREATE (a)-[:Link {kind: $kind, weight: $w, created_us: $c, "
+                    "reinforced_us: $r, props: $p}]->(b)",
+                    _edge_params(e),
+                )
 
     def get_edge(self, namespace: str, src: str, dst: str, kind: str) -> Edge | None:
         rows = self._q(

@@ -61,6 +61,8 @@ class Config:
             activation.
         candidate_pool: how many full-text candidates recall considers before blending.
         live_link_min: an edge whose decayed weight is at least this is reported as "live".
+        max_push_degree: between maintenance passes, a change at a node with more edges than
+            this does not update its neighbours' keys at once (see ``Brain._adjust``).
         rebase_after_half_lives: move the epoch forward once "now" is this many half-lives past it.
 
     >>> Config(half_life_days=7).half_life_us == 7 * 86_400 * 1_000_000
@@ -77,6 +79,7 @@ class Config:
     activation_weight: float = 0.4
     candidate_pool: int = 100
     live_link_min: float = 0.1
+    max_push_degree: int = 128
     rebase_after_half_lives: float = 64.0
     half_life_us: float = field(init=False, repr=False, compare=False)
 
@@ -98,6 +101,8 @@ class Config:
         if self.candidate_pool < 1:
             raise InvalidInput("candidate_pool must be >= 1", field="candidate_pool")
         _non_negative("live_link_min", self.live_link_min)
+        if self.max_push_degree < 0:
+            raise InvalidInput("max_push_degree must be >= 0", field="max_push_degree")
         if not 1.0 <= self.rebase_after_half_lives <= 512.0:
             raise InvalidInput(
                 "rebase_after_half_lives must be in [1, 512]", field="rebase_after_half_lives"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,6 +113,14 @@ class GraphStore(ABC):
         Re-entrant: a nested ``transaction()`` joins the outer one.
         """
 
+    def bulk_load(self, rows: int) -> AbstractContextManager[None]:
+        """Wrap a large import of ``rows`` nodes (outside any transaction).
+
+        A store may suspend secondary indexes for the duration and rebuild them at the end;
+        by default it does nothing.
+        """
+        return nullcontext()
+
     @abstractmethod
     def close(self) -> None:
         """Release the engine (file locks, connections). Safe to call twice."""
@@ -137,6 +145,10 @@ class GraphStore(ABC):
     @abstractmethod
     def upsert_nodes(self, nodes: Sequence[Node]) -> None:
         """Insert or wholly replace nodes (keyed by namespace and id)."""
+
+    def insert_nodes(self, nodes: Sequence[Node]) -> None:
+        """Like :meth:`upsert_nodes` for nodes known not to exist yet (cheaper on some engines)."""
+        self.upsert_nodes(nodes)
 
     @abstractmethod
     def update_nodes(self, namespace: str, changes: Mapping[str, Mapping[str, Any]]) -> None:
@@ -168,6 +180,10 @@ class GraphStore(ABC):
     @abstractmethod
     def upsert_edges(self, edges: Sequence[Edge]) -> None:
         """Insert or replace edges, unique per ``(src, dst, kind)``; both ends must exist."""
+
+    def insert_edges(self, edges: Sequence[Edge]) -> None:
+        """Like :meth:`upsert_edges` for edges known not to exist yet (cheaper on some engines)."""
+        self.upsert_edges(edges)
 
     @abstractmethod
     def incident(self, namespace: str, ids: Sequence[str]) -> list[Incident]:

@@ -1,0 +1,158 @@
+"""Core benchmark: import rate, remember latency, recall p50/p95 (with its reinforcement write),
+full maintain time and peak RSS, on synthetic graphs. Prints a table; ``--json`` prints JSON.
+
+    python bench/bench_core.py --sizes 10000 100000
+    EBB_BACKEND=neo4j python bench/bench_core.py --sizes 100000 --backend neo4j
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import synth
+from ebb_core import Brain, FixedClock
+from ebb_core.backends import open_store
+
+TARGETS = {"recall_p95_ms": 25.0, "maintain_s": 3.0, "import_per_s": 20_000, "remember_p50_ms": 5.0}
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    idx = min(len(values) - 1, max(0, round(p / 100 * (len(values) - 1))))
+    return values[idx]
+
+
+def log(msg: str) -> None:
+    print(f"  {msg}", file=sys.stderr, flush=True)
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_size(
+    n: int, backend: str, workdir: Path, ops: int, edges_per_node: float
+) -> dict[str, Any]:
+    data = workdir / f"graph-{n}.jsonl"
+    if not data.exists():
+        synth.write_file(data, n, edges_per_node)
+    clock = FixedClock(synth.NOW)
+    if backend == "kuzu":
+        store = open_store("kuzu", workdir / f"bench-{n}-{time.time_ns()}.kuzu")
+    else:
+        store = open_store(backend)
+    ns = f"bench-{n}-{time.time_ns()}"
+    brain = Brain(store, namespace=ns, clock=clock)
+    try:
+        t0 = time.perf_counter()
+        counts = brain.import_(data, namespace=ns)
+        import_s = time.perf_counter() - t0
+        log(f"import {import_s:.1f} s")
+
+        clock.advance(hours=1)
+        t0 = time.perf_counter()
+        report = brain.maintain()
+        maintain_s = time.perf_counter() - t0
+        log(f"maintain {maintain_s:.1f} s")
+
+        qs = synth.queries(ops)
+        for q in qs[:10]:  # warm caches and prepared statements
+            brain.recall(q, k=10, reinforce=False)
+        recall_ms = []
+        hits = 0
+        live: list[str] = []
+        for q in qs:
+            clock.advance(seconds=30)
+            t0 = time.perf_counter()
+            res = brain.recall(q, k=10)
+            recall_ms.append((time.perf_counter() - t0) * 1000)
+            hits += len(res)
+            live.extend(h.id for h in res[:2])
+        log(f"recall p50 {pct(recall_ms, 50):.1f} ms")
+        live = list(dict.fromkeys(live)) or [n.id for n in brain.top(10)]
+
+        remember_ms = []
+        for i in range(ops):
+            clock.advance(seconds=30)
+            links = list(dict.fromkeys([live[i % len(live)], live[(i * 7) % len(live)]]))
+            t0 = time.perf_counter()
+            brain.remember(
+                f"benchmark memory {i} about {qs[i % len(qs)]}", kind="note", links=links
+            )
+            remember_ms.append((time.perf_counter() - t0) * 1000)
+        clock.advance(days=1)
+        t0 = time.perf_counter()
+        brain.maintain()
+        maintain2_s = time.perf_counter() - t0
+    finally:
+        brain.close()
+    return {
+        "backend": backend,
+        "memories": counts["nodes"],
+        "edges": counts["edges"],
+        "import_s": round(import_s, 2),
+        "import_per_s": round(counts["nodes"] / import_s),
+        "maintain_s": round(maintain_s, 2),
+        "maintain_again_s": round(maintain2_s, 2),
+        "moved_first_maintain": sum(report.moved.values()),
+        "recall_p50_ms": round(pct(recall_ms, 50), 2),
+        "recall_p95_ms": round(pct(recall_ms, 95), 2),
+        "recall_mean_hits": round(hits / len(qs), 1),
+        "remember_p50_ms": round(statistics.median(remember_ms), 2),
+        "remember_p95_ms": round(pct(remember_ms, 95), 2),
+        "peak_rss_mb": round(peak_rss_mb()),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--backend", default=os.environ.get("EBB_BACKEND", "kuzu"))
+    ap.add_argument("--ops", type=int, default=300, help="recalls and remembers per size")
+    ap.add_argument("--edges-per-node", type=float, default=5.0)
+    ap.add_argument("--workdir", help="keep generated data here (default: a temp dir)")
+    ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(args.workdir or tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        rows = []
+        for n in args.sizes:
+            print(f"… {n:,} memories on {args.backend}", file=sys.stderr, flush=True)
+            rows.append(run_size(n, args.backend, work, args.ops, args.edges_per_node))
+    if args.json:
+        print(json.dumps({"targets": TARGETS, "results": rows}, indent=2))
+        return
+    cols = [
+        "backend",
+        "memories",
+        "edges",
+        "import_per_s",
+        "maintain_s",
+        "maintain_again_s",
+        "recall_p50_ms",
+        "recall_p95_ms",
+        "remember_p50_ms",
+        "remember_p95_ms",
+        "peak_rss_mb",
+    ]
+    widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in cols]
+    print("  ".join(c.rjust(w) for c, w in zip(cols, widths)))
+    for r in rows:
+        print("  ".join(str(r[c]).rjust(w) for c, w in zip(cols, widths)))
+    print("targets at 100k: " + ", ".join(f"{k} {v}" for k, v in TARGETS.items()))
+
+
+if __name__ == "__main__":
+    main()
