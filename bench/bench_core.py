@@ -148,9 +148,9 @@ def main() -> None:
         "peak_rss_mb",
     ]
     widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in cols]
-    print("  ".join(c.rjust(w) for c, w in zip(cols, widths)))
+    print("  ".join(c.rjust(w) for c, w in zip(cols, widths, strict=True)))
     for r in rows:
-        print("  ".join(str(r[c]).rjust(w) for c, w in zip(cols, widths)))
+        print("  ".join(str(r[c]).rjust(w) for c, w in zip(cols, widths, strict=True)))
     print("targets at 100k: " + ", ".join(f"{k} {v}" for k, v in TARGETS.items()))
 
 
