@@ -363,3 +363,30 @@ def test_repeated_text_gets_distinct_ids_without_long_probing(brain: Brain) -> N
     assert all(
         i.startswith("message:thanks-") and len(i) == len("message:thanks-") + 8 for i in ids[3:]
     )
+
+
+def _hub_graph(brain: Brain, clock: FixedClock) -> None:
+    brain.remember("the hub everyone links to", id="note:hub")
+    for i in range(150):
+        brain.remember(f"ordinary memory {i}", id=f"note:m{i}")
+        brain.connect(f"note:m{i}", "note:hub", weight=50.0)  # one very heavy hub
+    clock.advance(days=20)
+
+
+def test_a_hub_does_not_archive_the_whole_graph(brain: Brain, clock: FixedClock) -> None:
+    _hub_graph(brain, clock)
+    brain.maintain()
+    tiers = brain.stats().by_tier
+    assert tiers["frozen"] == 0 and tiers["hot"] >= 140
+    key, rank = brain.store.reference_key(brain.namespace, brain.config.reference_quantile)
+    assert rank == 1  # floor(151 * 0.01): the second most active memory, not the hub
+    assert key < brain.get("note:hub").key
+
+
+def test_reference_quantile_one_is_the_maximum(store: GraphStore, clock: FixedClock) -> None:
+    from ebb_core import Config
+
+    brain = Brain(store, namespace="q", clock=clock, config=Config(reference_quantile=1.0))
+    _hub_graph(brain, clock)
+    brain.maintain()
+    assert brain.stats().by_tier["frozen"] == 150  # everything but the hub, as the seed's rule

@@ -181,7 +181,7 @@ class Brain:
         n = s.store.recompute_keys(
             namespace, s.epoch_us, cfg.half_life_us, cfg.read_bonus, cfg.spread
         )
-        s.store.set_meta(f"max_key:{namespace}", repr(s.store.max_key(namespace)))
+        self._refresh_reference(namespace)
         return n
 
     def _maybe_rebase(self, now_us: int) -> bool:
@@ -192,23 +192,37 @@ class Brain:
         factor = scoring.rebase_factor(s.epoch_us, now_us, s.config)
         s.store.scale_keys(factor)
         for ns in s.store.namespaces():
-            mx = self._max_key(ns)
-            s.store.set_meta(f"max_key:{ns}", repr(mx * factor))
+            key, rank = self._reference(ns)
+            s.store.set_meta(f"reference:{ns}", f"{key * factor!r} {rank}")
         s.epoch_us = now_us
         s.store.set_meta("epoch_us", str(now_us))
         return True
 
-    def _max_key(self, namespace: str | None = None) -> float:
-        raw = self._s.store.get_meta(f"max_key:{namespace or self._ns}")
-        return float(raw) if raw else 0.0
+    def _reference(self, namespace: str | None = None) -> tuple[float, int]:
+        """The stored reference key tiers are cut against, and its rank (0: the maximum)."""
+        raw = self._s.store.get_meta(f"reference:{namespace or self._ns}")
+        if not raw:
+            return 0.0, 0
+        key, rank = raw.split()
+        return float(key), int(rank)
 
-    def _bump_max(self, keys: Iterable[float]) -> float:
-        current = self._max_key()
+    def _ref_key(self) -> float:
+        return self._reference()[0]
+
+    def _refresh_reference(self, namespace: str | None = None) -> None:
+        ns = namespace or self._ns
+        key, rank = self._s.store.reference_key(ns, self._s.config.reference_quantile)
+        self._s.store.set_meta(f"reference:{ns}", f"{key!r} {rank}")
+
+    def _bump_reference(self, keys: Iterable[float]) -> None:
+        """While the reference is the maximum, a new maximum replaces it at once; a percentile
+        reference is only recomputed by ``maintain``."""
+        current, rank = self._reference()
+        if rank != 0:
+            return
         best = max(keys, default=current)
         if best > current:
-            self._s.store.set_meta(f"max_key:{self._ns}", repr(best))
-            return best
-        return current
+            self._s.store.set_meta(f"reference:{self._ns}", f"{best!r} 0")
 
     def _require(self, ids: Sequence[str]) -> dict[str, Node]:
         for i in ids:
@@ -317,7 +331,7 @@ class Brain:
             )
         self._s.store.adjust(self._ns, changes)
         keys = {x: nodes[x].key + dk[x] for x in changes}
-        self._bump_max(
+        self._bump_reference(
             keys[x]
             for x in changes
             if not nodes[x].pinned
@@ -327,7 +341,7 @@ class Brain:
 
     def _promote(self, nodes: Mapping[str, Node], keys: Mapping[str, float]) -> None:
         """Use lifts a node out of warm or cold at once; demotion waits for ``maintain``."""
-        cfg, mx = self._s.config, self._max_key()
+        cfg, mx = self._s.config, self._ref_key()
         changes: dict[str, dict[str, Any]] = {}
         audits = []
         for i, n in nodes.items():
@@ -630,10 +644,8 @@ class Brain:
                         }
                     ]
                 )
-                if not node.pinned and node.key >= self._max_key():
-                    self._s.store.set_meta(
-                        f"max_key:{self._ns}", repr(self._s.store.max_key(self._ns))
-                    )
+                if node.key >= self._ref_key():
+                    self._refresh_reference()
             node = self._s.store.get_nodes(self._ns, [id])[id]
             return self._review_item(node, self._now_us())
 
@@ -712,7 +724,7 @@ class Brain:
                 removed[(inc.edge.src, inc.edge.dst, inc.edge.kind)] = inc.edge
             self._s.store.delete_nodes(self._ns, ids)
             self._adjust(affected, removed=list(removed.values()), gone=gone)
-            self._s.store.set_meta(f"max_key:{self._ns}", repr(self._s.store.max_key(self._ns)))
+            self._refresh_reference()
             self._audit(audits)
             return ids
 
@@ -784,12 +796,9 @@ class Brain:
                 cands = [(n, 0.0) for n in self._s.store.top_by_key(self._ns, max_tier, k, kinds)]
             if not cands:
                 return []
-            mx = max(
-                self._max_key(),
-                max(n.key for n, _ in cands if not n.pinned)
-                if any(not n.pinned for n, _ in cands)
-                else 0.0,
-            )
+            # Normalise activation as tiers do; before the first reference exists, by the best
+            # candidate.
+            mx = self._ref_key() or max(n.key for n, _ in cands)
             top_text = max(score for _, score in cands) or 1.0
             scored = []
             for node, text_score in cands:
@@ -971,7 +980,7 @@ class Brain:
             review_queue=c.by_tier.get(4, 0),
             audit_entries=c.audit_entries,
             half_life_days=self._s.config.half_life_days,
-            max_activation=self._activation(self._max_key(), self._now_us()),
+            reference_activation=self._activation(self._ref_key(), self._now_us()),
         )
 
     # -- maintenance -----------------------------------------------------------------------------
@@ -993,7 +1002,7 @@ class Brain:
             now_us = self._now_us()
             rebased = self._maybe_rebase(now_us)
             scanned = self._recompute(self._ns)
-            mx = self._max_key()
+            mx = self._ref_key()
             moves = self._s.store.tier_moves(
                 self._ns, mx, cfg.hot_ratio, cfg.warm_ratio, cfg.cold_ratio
             )
@@ -1032,13 +1041,13 @@ class Brain:
                 self._s.store.update_nodes(self._ns, changes)
                 self._audit(audits)
             if queued:
-                self._s.store.set_meta(f"max_key:{self._ns}", repr(self._s.store.max_key(self._ns)))
+                self._refresh_reference()  # the frozen no longer count
             return MaintainReport(
                 namespace=self._ns,
                 scanned=scanned,
                 moved=moved,
                 newly_queued=queued,
-                max_activation=self._activation(self._max_key(), now_us),
+                reference_activation=self._activation(self._ref_key(), now_us),
                 rebased=rebased,
                 spreading=spreading,
             )

@@ -163,7 +163,7 @@ class Stats(_Model):
     review_queue: int
     audit_entries: int
     half_life_days: float
-    max_activation: float
+    reference_activation: float
 
 
 class MaintainReport(_Model):
@@ -173,7 +173,7 @@ class MaintainReport(_Model):
     scanned: int
     moved: dict[str, int]
     newly_queued: list[str]
-    max_activation: float
+    reference_activation: float
     rebased: bool
     spreading: str
 

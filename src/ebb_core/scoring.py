@@ -27,8 +27,12 @@ ranking and tier ratios need no rescoring as time passes: stores keep ``K`` (and
 ``B``) on every node and recall orders by it. The epoch moves forward (``rebase``) before the
 exponents get large, so keys never overflow.
 
-Tiers are cut on ``K(n) / K(most active non-pinned, non-frozen node)`` which equals the ratio of
-activations at any time.
+Tiers are cut on ``K(n) / K(reference)``, which equals the ratio of activations at any time.
+The reference is the most active non-pinned, non-frozen memory, or in a graph of more than a
+hundred such memories the one at the top percentile (``reference_quantile``): with skewed degrees
+one hub can be thousands of times as active as a typical memory, and normalising against it alone
+would push nearly everything else into the archive (measured: 99.8% frozen on a 100k-memory
+synthetic graph; 1.3% with the top-percentile reference).
 """
 
 from __future__ import annotations
@@ -54,9 +58,11 @@ class Config:
         half_life_days: time for an unreinforced edge (or read) to count half as much.
         read_bonus: weight of the "read recently" term; a new memory counts as just read.
         spread: damping ``δ`` of the one hop of spreading activation from neighbours.
-        hot_ratio / warm_ratio / cold_ratio: tier cuts on activation normalised against the most
-            active non-pinned node: ``≥ hot_ratio`` is hot (1), ``≥ warm_ratio`` warm (2),
+        hot_ratio / warm_ratio / cold_ratio: tier cuts on activation normalised against the
+            reference memory: ``≥ hot_ratio`` is hot (1), ``≥ warm_ratio`` warm (2),
             ``≥ cold_ratio`` cold (3), below that frozen (4: queued for human review).
+        reference_quantile: which memory is the reference: the most active non-pinned one
+            ranked at ``floor(count × (1 − q))`` — the top one until there are 1/(1 − q).
         text_weight / activation_weight: recall blend of normalised text match and normalised
             activation.
         candidate_pool: how many full-text candidates recall considers before blending.
@@ -75,6 +81,7 @@ class Config:
     hot_ratio: float = 0.25
     warm_ratio: float = 0.08
     cold_ratio: float = 0.02
+    reference_quantile: float = 0.99
     text_weight: float = 0.6
     activation_weight: float = 0.4
     candidate_pool: int = 100
@@ -94,6 +101,8 @@ class Config:
                 f"{self.cold_ratio}, {self.warm_ratio}, {self.hot_ratio}",
                 field="hot_ratio",
             )
+        if not 0.0 < self.reference_quantile <= 1.0:
+            raise InvalidInput("reference_quantile must be in (0, 1]", field="reference_quantile")
         _non_negative("text_weight", self.text_weight)
         _non_negative("activation_weight", self.activation_weight)
         if self.text_weight + self.activation_weight <= 0:
@@ -239,7 +248,7 @@ def activation_parts(
 
 
 def tier_for(ratio: float, pinned: bool, cfg: Config) -> Tier:
-    """The tier a node belongs in, given ``K(n) / K(max)``. Pinned nodes are always hot."""
+    """The tier a node belongs in, given ``K(n) / K(reference)``. Pinned nodes are always hot."""
     if pinned or ratio >= cfg.hot_ratio:
         return Tier.HOT
     if ratio >= cfg.warm_ratio:
@@ -249,11 +258,11 @@ def tier_for(ratio: float, pinned: bool, cfg: Config) -> Tier:
     return Tier.FROZEN
 
 
-def ratio(key: float, max_key: float) -> float:
-    """``key / max_key`` clamped to [0, 1]; an empty graph (max 0) gives 1 so nothing archives."""
-    if max_key <= 0:
+def ratio(key: float, reference: float) -> float:
+    """``key / reference`` clamped to [0, 1]; no reference yet (0) gives 1: nothing archives."""
+    if reference <= 0:
         return 1.0
-    return min(max(key / max_key, 0.0), 1.0)
+    return min(max(key / reference, 0.0), 1.0)
 
 
 def blend(text_norm: float, activation_norm: float, cfg: Config) -> float:

@@ -253,19 +253,24 @@ class GraphStore(ABC):
         """Multiply every key in every namespace by ``factor`` (moving the scoring epoch)."""
 
     @abstractmethod
-    def max_key(self, namespace: str) -> float:
-        """Highest key among non-pinned nodes below the frozen tier (0.0 when none)."""
+    def reference_key(self, namespace: str, quantile: float) -> tuple[float, int]:
+        """The key tiers are normalised against, and its 0-based rank.
+
+        Among non-pinned nodes below the frozen tier, ranked by key (highest first), the node at
+        rank ``floor(count × (1 − quantile))``: the most active one in a small graph, the top
+        percentile in a large one. ``(0.0, 0)`` when there is none.
+        """
 
     @abstractmethod
     def tier_moves(
         self,
         namespace: str,
-        max_key: float,
+        reference: float,
         hot_ratio: float,
         warm_ratio: float,
         cold_ratio: float,
     ) -> list[TierMove]:
-        """Nodes whose tier differs from what ``key / max_key`` says.
+        """Nodes whose tier differs from what ``key / reference`` says.
 
         Rules: pinned nodes belong in hot; frozen nodes never leave frozen here (only a human's
         restore does that); otherwise the cut-offs of :func:`ebb_core.scoring.tier_for` apply.
