@@ -35,6 +35,7 @@ from ebb_core import Brain
 from ebb_core.mcp_server import HTTP_PATH, TOOL_NAMES
 
 NS = "e2e"
+ROOT = Path(__file__).resolve().parents[1]
 TRANSPORTS = ["stdio", "http"]
 EBB_SCRIPT = Path(sys.executable).with_name("ebb")
 
@@ -398,6 +399,17 @@ def test_garbage_over_http_does_not_stop_the_server(tmp_path: Path) -> None:
                 urllib.request.urlopen(request, timeout=30)
             assert 400 <= refused.value.code < 500
 
+        # A page in a browser cannot reach it under another name (DNS rebinding).
+        foreign = urllib.request.Request(
+            url,
+            data=b"{}",
+            method="POST",
+            headers={"Host": "attacker.example", "Content-Type": "application/json"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(foreign, timeout=30)
+        assert 400 <= refused.value.code < 500
+
         async def still_serving() -> None:
             async with Client(url) as c:
                 assert (await call(c, "stats"))["nodes"] == 0
@@ -528,3 +540,24 @@ async def test_the_cli_waits_out_a_call_in_flight(tmp_path: Path) -> None:
             shown = await anyio.to_thread.run_sync(lambda: cli(db, "stats", "--json"))
         assert shown.returncode == 0, shown.stderr
         assert json.loads(shown.stdout)["nodes"] == 2
+
+
+async def test_the_example_client_config_starts_the_server(tmp_path: Path) -> None:
+    """claude_desktop_config.example.json, with its placeholder paths filled in, works."""
+    config = json.loads((ROOT / "claude_desktop_config.example.json").read_text())
+    entry = config["mcpServers"]["ebb"]
+    assert entry["command"].endswith("/.venv/bin/ebb") and entry["args"] == ["mcp"]
+    assert sorted(entry["env"]) == ["EBB_DB_PATH", "EBB_NAMESPACE"]
+    db = tmp_path / "desktop.kuzu"
+    command = ebb_argv()
+    params = StdioServerParameters(
+        command=command[0],
+        args=[*command[1:], *entry["args"]],
+        env={**entry["env"], "EBB_DB_PATH": str(db)},
+    )
+    async with Client(params) as c:
+        await call(c, "remember", text="The user prefers short answers", kind="preference")
+        hits = (await call(c, "recall", query="short answers"))["hits"]
+        assert hits[0]["kind"] == "preference"
+    with Brain.open(db, backend="kuzu", namespace=entry["env"]["EBB_NAMESPACE"]) as brain:
+        assert brain.stats().nodes == 1
