@@ -70,17 +70,27 @@ def test_messages_are_memories_linked_in_order_and_to_what_they_mention(brain: B
 
     assert links(0) == set()
     assert links(1) == {("follows", history.message_id(0)), ("mentions", "client:acme")}
-    assert links(3) == {("follows", history.message_id(2)), ("mentions", "fact:acme-renewal")}
-    assert links(4) == {("follows", history.message_id(3)), ("mentions", "fact:acme-renewal")}
+    # By id, and by name: "Acme" is the name in client:acme's id.
+    acme = {("mentions", "fact:acme-renewal"), ("mentions", "client:acme")}
+    assert links(3) == {("follows", history.message_id(2))} | acme
+    assert links(4) == {("follows", history.message_id(3))} | acme
     assert links(5) == {("follows", history.message_id(4))}
     assert brain.neighbors("session:s1") == []  # the session keeps count; it is not a hub
 
 
 def test_only_live_memories_count_as_mentions(brain: Brain) -> None:
     brain.forget("fact:acme-renewal", "wrong")
+    brain.forget("client:acme", "gone")
     history = EbbChatMessageHistory(brain, "s1")
-    history.add_messages([HumanMessage("Is fact:acme-renewal or note:nowhere right?")])
+    history.add_messages([HumanMessage("Is fact:acme-renewal or note:nowhere right about Acme?")])
     assert brain.neighbors(history.message_id(0)) == []
+
+
+def test_a_message_naming_a_memory_links_to_it(brain: Brain) -> None:
+    history = EbbChatMessageHistory(brain, "s1")
+    history.add_messages([HumanMessage("How is Acme doing these days?")])
+    linked = [(n.edge.kind, n.node.id) for n in brain.neighbors(history.message_id(0))]
+    assert linked == [("mentions", "client:acme")]
 
 
 def test_turns_take_part_in_recall(brain: Brain) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -20,18 +19,14 @@ from ._convert import view
 MESSAGE_KIND = "message"
 SESSION_KIND = "session"
 
-# A memory id as recall results, tools and citations write it: ``kind:slug``.
-_ID_TOKEN = re.compile(r"\b[a-z][a-z0-9_-]{0,39}:[^\s,;()\[\]{}<>\"'`]+")
-_MAX_MENTIONS = 50
-
 
 class EbbChatMessageHistory(BaseChatMessageHistory):
     """The messages of one chat session, kept in an Ebb :class:`~ebb_core.Brain`.
 
     Every message is a memory of kind ``message`` (id ``message:<session>:<n>``) linked to the
-    one before it (``follows``) and to every memory it names by id (``mentions``), so turns
-    take part in decay and recall like any other memory. A ``session:<session>`` memory keeps
-    the count. Reading the history reinforces its messages (``reinforce=False`` to just look);
+    one before it (``follows``) and to the memories it mentions by id or by name (``mentions``,
+    see :meth:`~ebb_core.Brain.mentioned_in`), so turns take part in decay and recall like any
+    other memory. A ``session:<session>`` memory keeps the count. Reading the history reinforces its messages (``reinforce=False`` to just look);
     messages that decayed or were forgotten into the review queue drop out of it.
 
     ``clear()`` forgets the messages (they wait in the review queue for a person; nothing is
@@ -122,15 +117,11 @@ class EbbChatMessageHistory(BaseChatMessageHistory):
         await run_in_executor(None, self.add_messages, messages)
 
     def _mentioned(self, message: BaseMessage, text: str) -> list[str]:
-        """Ids of live memories the message names (in its text or its tool-call arguments)."""
-        haystack = text
+        """Ids of live memories the message mentions (its text and its tool-call arguments)."""
         if isinstance(message, AIMessage) and message.tool_calls:
-            haystack += " " + " ".join(json.dumps(c["args"]) for c in message.tool_calls)
-        found = dict.fromkeys(t.rstrip(".:!?") for t in _ID_TOKEN.findall(haystack))
-        candidates = list(found)[:_MAX_MENTIONS]
-        if not candidates:
-            return []
-        return [n.id for n in self.brain.read(candidates, reinforce=False)]
+            text += " " + " ".join(json.dumps(c["args"]) for c in message.tool_calls)
+        nodes = self.brain.mentioned_in(text, exclude_kinds=[MESSAGE_KIND, SESSION_KIND])
+        return [n.id for n in nodes]
 
     def clear(self) -> None:
         """Forget every message of the session: hidden at once, kept for human review.
