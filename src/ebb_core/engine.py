@@ -179,7 +179,7 @@ class Brain:
     def _recompute(self, namespace: str) -> int:
         s, cfg = self._s, self._s.config
         n = s.store.recompute_keys(
-            namespace, s.epoch_us, cfg.half_life_us, cfg.read_bonus, cfg.spread
+            namespace, s.epoch_us, cfg.half_life_us, cfg.read_bonus, cfg.spread, spreading="default"
         )
         self._refresh_reference(namespace)
         return n
@@ -729,6 +729,10 @@ class Brain:
             return ids
 
     # -- reading ---------------------------------------------------------------------------------
+    def namespaces(self) -> list[str]:
+        """Every namespace in the store that holds memories or audit entries."""
+        return self._s.store.namespaces()
+
     def get(self, id: str) -> Node:
         """One memory by id (any tier), without reinforcing it."""
         return self._require([id])[id]
@@ -991,17 +995,27 @@ class Brain:
         deleted). Every move is audited. ``spreading`` other than ``"default"`` asks the backend
         for another spreading pass (e.g. ``"pagerank"`` on Neo4j with GDS).
         """
-        if spreading != "default":
-            raise InvalidInput(
-                f"spreading {spreading!r} is not available on the {self._s.store.backend} "
-                "backend; use 'default'",
-                field="spreading",
+        cfg, store = self._s.config, self._s.store
+        with self._s.lock:
+            now_us = self._now_us()
+            with self._tx():
+                rebased = self._maybe_rebase(now_us)
+            # Keys are derived state: the store recomputes them in its own transaction(s)
+            # (batched on a server), so a large graph never needs one giant transaction.
+            scanned = store.recompute_keys(
+                self._ns,
+                self._s.epoch_us,
+                cfg.half_life_us,
+                cfg.read_bonus,
+                cfg.spread,
+                spreading=spreading,
             )
+            return self._retier(now_us, scanned, rebased, spreading)
+
+    def _retier(self, now_us: int, scanned: int, rebased: bool, spreading: str) -> MaintainReport:
         cfg = self._s.config
         with self._tx():
-            now_us = self._now_us()
-            rebased = self._maybe_rebase(now_us)
-            scanned = self._recompute(self._ns)
+            self._refresh_reference()
             mx = self._ref_key()
             moves = self._s.store.tier_moves(
                 self._ns, mx, cfg.hot_ratio, cfg.warm_ratio, cfg.cold_ratio

@@ -209,6 +209,10 @@ class KuzuStore(GraphStore):
         return self._path
 
     def _q(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
+        with self._lock:  # one Kùzu connection, shared by the threads async adapters use
+            return self._q_locked(query, params)
+
+    def _q_locked(self, query: str, params: Mapping[str, Any] | None) -> list[list[Any]]:
         stmt = self._prepared.get(query)
         if stmt is None:
             # kuzu 0.11 (its final release) deprecates prepare(); prepared statements are faster.
@@ -548,7 +552,7 @@ class KuzuStore(GraphStore):
         out: list[Link] = []
         for direction, pattern in ((True, "-[e:Link]->"), (False, "<-[e:Link]-")):
             rows = self._q(
-                f"UNWIND $us AS u MATCH (s:Memory {{uid: u}}){pattern}(m:Memory) "
+                f"UNWIND $us AS u MATCH (s:Memory {{uid: u}}){pattern}(m:Memory) WHERE m.tier < 4 "
                 "WITH s, m, e, e.weight * pow(2.0, (e.reinforced_us - $now) / $h) AS dw "
                 "WHERE dw >= $min RETURN s.id, m.id, e.kind, e.weight, e.reinforced_us, dw "
                 "ORDER BY dw DESC, m.id LIMIT $lim",
@@ -679,7 +683,14 @@ class KuzuStore(GraphStore):
 
     # -- scoring passes ------------------------------------------------------------------------
     def recompute_keys(
-        self, namespace: str, epoch_us: int, half_life_us: float, read_bonus: float, spread: float
+        self,
+        namespace: str,
+        epoch_us: int,
+        half_life_us: float,
+        read_bonus: float,
+        spread: float,
+        *,
+        spreading: str = "default",
     ) -> int:
         # A vectorised pass: read the namespace's edges as Arrow, score with the same pure
         # functions in numpy, write base/key/degree back with one LOAD FROM. (The same sums as
@@ -689,6 +700,12 @@ class KuzuStore(GraphStore):
 
         from . import scoring
 
+        if spreading != "default":
+            raise InvalidInput(
+                f"spreading {spreading!r} is not available on the embedded Kùzu backend, which "
+                "has 'default' (one damped hop); 'pagerank' needs Neo4j with Graph Data Science",
+                field="spreading",
+            )
         with self.transaction():
             nodes = self._arrow(
                 "MATCH (n:Memory) WHERE n.ns = $ns RETURN offset(id(n)) AS o, n.uid AS u, "

@@ -241,11 +241,21 @@ class GraphStore(ABC):
     # -- scoring passes (values in, the engine computes) --------------------------------------
     @abstractmethod
     def recompute_keys(
-        self, namespace: str, epoch_us: int, half_life_us: float, read_bonus: float, spread: float
+        self,
+        namespace: str,
+        epoch_us: int,
+        half_life_us: float,
+        read_bonus: float,
+        spread: float,
+        *,
+        spreading: str = "default",
     ) -> int:
-        """Recompute every node's ``base_key`` and ``key`` from scratch (see ``scoring``).
+        """Recompute every node's ``base_key``, ``key`` and ``degree`` from scratch (see
+        ``scoring``), in the store's own transaction(s). Returns the number of nodes scored.
 
-        Returns the number of nodes scored.
+        ``spreading`` names the spreading pass: ``"default"`` is the one damped hop every
+        backend has; a backend may offer others (e.g. ``"pagerank"``) and must raise
+        ``InvalidInput`` naming the ones it has for any other value.
         """
 
     @abstractmethod
