@@ -38,6 +38,7 @@ NS = "e2e"
 ROOT = Path(__file__).resolve().parents[1]
 TRANSPORTS = ["stdio", "http"]
 EBB_SCRIPT = Path(sys.executable).with_name("ebb")
+PASSED_THROUGH = ("EBB_KUZU_MODULE", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
 
 def ebb_argv(*args: str) -> list[str]:
@@ -49,8 +50,10 @@ def ebb_argv(*args: str) -> list[str]:
 
 def store_env(db: Path, **extra: str) -> dict[str, str]:
     env = {"EBB_DB_PATH": str(db), "EBB_NAMESPACE": NS, "EBB_BACKEND": "kuzu", **extra}
-    if "EBB_KUZU_MODULE" in os.environ:
-        env["EBB_KUZU_MODULE"] = os.environ["EBB_KUZU_MODULE"]
+    # The SDK's stdio client passes only a few variables (PATH, HOME...) to the server.
+    for name in PASSED_THROUGH:
+        if name in os.environ:
+            env.setdefault(name, os.environ[name])
     return env
 
 
@@ -553,7 +556,7 @@ async def test_the_example_client_config_starts_the_server(tmp_path: Path) -> No
     params = StdioServerParameters(
         command=command[0],
         args=[*command[1:], *entry["args"]],
-        env={**entry["env"], "EBB_DB_PATH": str(db)},
+        env={**store_env(db), **entry["env"], "EBB_DB_PATH": str(db)},
     )
     async with Client(params) as c:
         await call(c, "remember", text="The user prefers short answers", kind="preference")
