@@ -361,7 +361,7 @@ async def test_a_failure_half_way_through_a_write_leaves_nothing_behind(
         )
         assert result.is_error
         assert "unexpected RuntimeError in remember: disk unplugged" in text_of(result)
-        assert "nothing was half-written" in text_of(result)
+        assert "all of this call's change or none of it" in text_of(result)
         assert (await c.call_tool("stats", {})).is_error is False
     assert snapshot(db) == before
 

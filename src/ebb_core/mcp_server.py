@@ -348,8 +348,8 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
         except Exception as exc:
             log.exception("%s failed unexpectedly", what)
             raise error(
-                f"unexpected {type(exc).__name__} in {what}: {exc}. This is a bug in Ebb; the "
-                "call ran as one transaction, so nothing was half-written."
+                f"unexpected {type(exc).__name__} in {what}: {exc}. This is a bug in Ebb. Each "
+                "call is one transaction: the store has all of this call's change or none of it."
             ) from None
 
     params: dict[str, frozenset[str]] = {}
