@@ -49,8 +49,17 @@ def test_new_memory_starts_hot_with_read_bonus(brain: Brain) -> None:
     assert brain.activation("fact:x") == pytest.approx(brain.config.read_bonus)
 
 
-def test_incremental_keys_equal_full_recompute(brain: Brain, clock: FixedClock) -> None:
-    """Every write updates keys locally; they must equal a from-scratch recomputation."""
+@pytest.fixture
+def eager(store: GraphStore, clock: FixedClock) -> Brain:
+    from ebb_core import Config
+
+    return Brain(store, namespace="test", clock=clock, config=Config(eager_spreading=True))
+
+
+def test_incremental_keys_equal_full_recompute(eager: Brain, clock: FixedClock) -> None:
+    """With eager spreading every write updates keys locally; they must equal a from-scratch
+    recomputation."""
+    brain = eager
     _small_graph(brain, clock)
     clock.advance(days=3)
     brain.recall("Acme ticket pricing")
@@ -279,6 +288,7 @@ def test_export_import_round_trip_is_lossless(
     fresh.export(second, all_namespaces=True)
     assert second.getvalue() == first.getvalue()
     assert fresh.review_queue()[0].id == "note:seats"
+    brain.maintain()  # exact keys on the original side too (spreading is lazy between passes)
     for nid in ("client:acme", "decision:outcome"):
         assert fresh.activation(nid) == pytest.approx(brain.activation(nid))
     with pytest.raises(InvalidInput, match="already exists"):
@@ -333,8 +343,9 @@ def test_epoch_rebase_keeps_rankings(store: GraphStore, clock: FixedClock) -> No
     assert [h.id for h in hits] == ["note:b", "note:a"]
 
 
-def test_bulk_paths_keep_keys_exact(brain: Brain, clock: FixedClock) -> None:
+def test_bulk_paths_keep_keys_exact(eager: Brain, clock: FixedClock) -> None:
     """Many hits at once (bulk updates, pushes that meet at shared neighbours) stay exact."""
+    brain = eager
     brain.remember("central hub memory", id="note:hub")
     for i in range(24):
         links = ["note:hub"] + ([f"note:leaf-{i - 1}"] if i else [])
@@ -390,3 +401,23 @@ def test_reference_quantile_one_is_the_maximum(store: GraphStore, clock: FixedCl
     _hub_graph(brain, clock)
     brain.maintain()
     assert brain.stats().by_tier["frozen"] == 150  # everything but the hub, as the seed's rule
+
+
+def test_lazy_spreading_is_exact_for_touched_nodes_and_after_maintain(
+    brain: Brain, clock: FixedClock
+) -> None:
+    assert not brain.config.eager_spreading
+    _small_graph(brain, clock)
+    clock.advance(days=3)
+    before = brain.activation("decision:outcome")
+    brain.recall("bill Acme ticket", k=1)
+    brain.connect("note:seats", "person:maya", kind="mentions")
+    touched = _keys(brain)
+    brain.maintain()
+    exact = _keys(brain)
+    assert brain.activation("decision:outcome") > before
+    for i in ("decision:outcome", "note:seats", "person:maya"):  # own base and degree: exact
+        assert touched[i][0] == pytest.approx(exact[i][0], rel=1e-9), i
+        assert touched[i][2] == exact[i][2], i
+    # a neighbour of the touched memories catches up with its share only at maintain
+    assert touched["client:acme"][1] != pytest.approx(exact["client:acme"][1], rel=1e-6)

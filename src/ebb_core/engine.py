@@ -44,7 +44,7 @@ from .model import (
     slugify,
 )
 from .scoring import Config
-from .store import Adjustment, GraphStore, Link
+from .store import Adjustment, GraphStore, Link, Match
 from .text import STOP_WORDS, matched_terms, query_terms, stem, words
 
 Progress = Callable[[int, int], None]
@@ -270,9 +270,11 @@ class Brain:
         edges to its neighbours; a new edge adds the other end's new share to x's key and a
         removed one takes the old share away. Call it before creating ``new_edges`` and after
         deleting ``gone``. ``maintain`` recomputes everything exactly; tests hold the two equal.
-        A node with more than ``max_push_degree`` edges does not push: its share moves by at most
-        1/degree of the change, and touching every neighbour of a hub on each event would cost
-        more than it is worth; ``maintain`` brings those neighbours' keys up to date.
+        Pushes happen only with ``Config.eager_spreading`` and from nodes with at most
+        ``max_push_degree`` edges: updating every neighbour on every event costs a graph query
+        per touched node, more than recall can afford at scale. Without them a touched node's own
+        base, degree and key are exact at once and its neighbours' spreading share of the change
+        arrives at the next ``maintain``.
         Returns each node's new key as far as this event alone determines it.
         """
         cfg, epoch, h = self._s.config, self._s.epoch_us, self._s.config.half_life_us
@@ -320,8 +322,8 @@ class Brain:
             if read and x in read:
                 extra["last_read_at"] = from_us(read[x])
             push = cfg.spread * (new_share[x] - old_share[x])
-            if nodes[x].degree > cfg.max_push_degree:
-                push = 0.0  # a hub's small share change reaches its neighbours at maintain
+            if not cfg.eager_spreading or nodes[x].degree > cfg.max_push_degree:
+                push = 0.0  # the neighbours' share of this change arrives at maintain
             changes[x] = Adjustment(
                 base_delta=db[x],
                 degree_delta=dd[x],
@@ -791,28 +793,33 @@ class Brain:
         terms = query_terms(query)
         with self._tx():
             now_us = self._now_us()
+            store = self._s.store
             if terms:
                 pool = max(cfg.candidate_pool, 4 * k)
-                cands = self._s.store.text_candidates(
-                    self._ns, " ".join(terms), max_tier, pool, kinds
-                )
+                cands = store.text_matches(self._ns, " ".join(terms), max_tier, pool, kinds)
             else:
-                cands = [(n, 0.0) for n in self._s.store.top_by_key(self._ns, max_tier, k, kinds)]
+                cands = [
+                    Match(n.id, 0.0, n.key, n.pinned)
+                    for n in store.top_by_key(self._ns, max_tier, k, kinds)
+                ]
             if not cands:
                 return []
             # Normalise activation as tiers do; before the first reference exists, by the best
             # candidate.
-            mx = self._ref_key() or max(n.key for n, _ in cands)
-            top_text = max(score for _, score in cands) or 1.0
+            mx = self._ref_key() or max(c.key for c in cands)
+            top_text = max(c.score for c in cands) or 1.0
             scored = []
-            for node, text_score in cands:
-                t_norm = text_score / top_text if terms else 0.0
-                a_norm = scoring.ratio(node.key, mx)
-                scored.append(
-                    (scoring.blend(t_norm, a_norm, cfg), node, text_score, t_norm, a_norm)
-                )
+            for c in cands:
+                t_norm = c.score / top_text if terms else 0.0
+                a_norm = scoring.ratio(c.key, mx)
+                scored.append((scoring.blend(t_norm, a_norm, cfg), c, t_norm, a_norm))
             scored.sort(key=lambda r: (-r[0], r[1].id))
-            chosen = scored[:k]
+            found = store.get_nodes(self._ns, [r[1].id for r in scored[:k]])
+            chosen = [
+                (score, found[c.id], c.score, t_norm, a_norm)
+                for score, c, t_norm, a_norm in scored[:k]
+                if c.id in found
+            ]
             nodes = {r[1].id: r[1] for r in chosen}
             links = self._s.store.strongest_links(
                 self._ns, list(nodes), now_us, cfg.half_life_us, cfg.live_link_min, 10 * len(nodes)

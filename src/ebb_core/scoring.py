@@ -67,8 +67,12 @@ class Config:
             activation.
         candidate_pool: how many full-text candidates recall considers before blending.
         live_link_min: an edge whose decayed weight is at least this is reported as "live".
-        max_push_degree: between maintenance passes, a change at a node with more edges than
-            this does not update its neighbours' keys at once (see ``Brain._adjust``).
+        eager_spreading: update neighbours' keys on every event (exact at all times, one more
+            graph query per touched node); off by default: a touched memory's own activation is
+            always current and its neighbours' one-hop share of the change arrives at
+            ``maintain``.
+        max_push_degree: with eager spreading, a change at a node with more edges than this
+            still waits for ``maintain`` (see ``Brain._adjust``).
         rebase_after_half_lives: move the epoch forward once "now" is this many half-lives past it.
 
     >>> Config(half_life_days=7).half_life_us == 7 * 86_400 * 1_000_000
@@ -86,6 +90,7 @@ class Config:
     activation_weight: float = 0.4
     candidate_pool: int = 100
     live_link_min: float = 0.1
+    eager_spreading: bool = False
     max_push_degree: int = 128
     rebase_after_half_lives: float = 64.0
     half_life_us: float = field(init=False, repr=False, compare=False)

@@ -76,6 +76,16 @@ class Link:
 
 
 @dataclass(frozen=True)
+class Match:
+    """A full-text candidate with just what recall blends on; the Brain fetches the winners."""
+
+    id: str
+    score: float
+    key: float
+    pinned: bool
+
+
+@dataclass(frozen=True)
 class TierMove:
     """A node whose tier should change, as computed by :meth:`GraphStore.tier_moves`."""
 
@@ -212,6 +222,16 @@ class GraphStore(ABC):
         self, namespace: str, query: str, max_tier: Tier, pool: int, kinds: Sequence[str] = ()
     ) -> list[tuple[Node, float]]:
         """Full-text matches (engine index, BM25-like score), at most ``pool`` before filtering."""
+
+    def text_matches(
+        self, namespace: str, query: str, max_tier: Tier, pool: int, kinds: Sequence[str] = ()
+    ) -> list[Match]:
+        """Like :meth:`text_candidates` but light: recall blends these and then fetches only
+        the nodes it returns. Backends override it when whole nodes are costly to produce."""
+        return [
+            Match(n.id, score, n.key, n.pinned)
+            for n, score in self.text_candidates(namespace, query, max_tier, pool, kinds)
+        ]
 
     @abstractmethod
     def top_by_key(
