@@ -79,11 +79,14 @@ def test_failed_operation_rolls_back(tmp_path: Path) -> None:
     store = KuzuStore(tmp_path / "tx.kuzu")
     b = Brain(store, namespace="t")
     b.remember("anchor", id="note:a")
+    assert [h.id for h in b.recall("anchor")] == ["note:a"]  # builds the recall cache
     with pytest.raises(RuntimeError), store.transaction():
         b.remember("inside a failed transaction", id="note:b")
         raise RuntimeError("boom")
     assert store.get_nodes("t", ["note:b"]) == {}
     assert b.stats().nodes == 1
+    assert b.recall("failed transaction") == []  # recall's cached columns were dropped too
+    assert [h.id for h in b.recall("anchor")] == ["note:a"]
     b.close()
 
 

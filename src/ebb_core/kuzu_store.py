@@ -16,9 +16,18 @@ from . import _kuzu
 from .clock import from_us, to_us
 from .errors import BackendUnavailable, InvalidInput, StoreLocked
 from .model import AuditEntry, Edge, Node, Tier
-from .store import UPDATABLE_FIELDS, Adjustment, Counts, GraphStore, Incident, Link, TierMove
+from .store import (
+    UPDATABLE_FIELDS,
+    Adjustment,
+    Counts,
+    GraphStore,
+    Incident,
+    Link,
+    Match,
+    TierMove,
+)
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 SEP = "\x1f"  # joins namespace and id into the primary key; control chars are refused in both
 FTS_INDEX = "memory_text"
 
@@ -36,7 +45,7 @@ _SCHEMA = [
     "CREATE NODE TABLE IF NOT EXISTS Memory(uid STRING PRIMARY KEY, id STRING, ns STRING, "
     "kind STRING, text STRING, props STRING, created_us INT64, updated_us INT64, "
     "last_read_us INT64, pinned BOOLEAN, tier INT64, review_reason STRING, queued_us INT64, "
-    "base_key DOUBLE, key DOUBLE, degree INT64)",
+    "base_key DOUBLE, key DOUBLE, degree INT64, recent_links STRING)",
     "CREATE REL TABLE IF NOT EXISTS Link(FROM Memory TO Memory, kind STRING, weight DOUBLE, "
     "created_us INT64, reinforced_us INT64, props STRING)",
     "CREATE NODE TABLE IF NOT EXISTS Audit(uid STRING PRIMARY KEY, ns STRING, seq INT64, "
@@ -150,6 +159,78 @@ def _field_value(field: str, value: Any) -> tuple[str, Any]:
     return field, value
 
 
+RECENT_LINKS = 8  # links kept per memory for recall's explanations
+
+
+class _RecallCache:
+    """Per-offset copies of the node columns recall filters and blends on.
+
+    A full-text query alone takes ~2 ms at 100k memories, but reading any property of the nodes
+    it returns makes Kùzu scan the node table (~12 ms more). Recall therefore takes offsets and
+    scores from the index and looks up namespace, tier, key and pin here. Only this process can
+    write the file (Kùzu's lock) and every write goes through this store, which keeps the copy in
+    step; anything it cannot follow (a rollback, a bulk load) drops the copy, rebuilt on next use.
+    """
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self.ready = False
+        self.uid: list[str | None] = []
+        self.kind: list[str] = []
+        self.tier = np.zeros(0, np.int64)
+        self.key = np.zeros(0, np.float64)
+        self.pinned = np.zeros(0, np.bool_)
+        self.offset: dict[str, int] = {}
+
+    def build(self, table: Any) -> None:
+        import numpy as np
+
+        offsets = table["o"].to_numpy()
+        size = int(offsets.max()) + 1 if len(offsets) else 0
+        self.uid = [None] * size
+        self.kind = [""] * size
+        self.tier = np.full(size, 4, np.int64)
+        self.key = np.zeros(size, np.float64)
+        self.pinned = np.zeros(size, np.bool_)
+        uids, kinds = table["u"].to_pylist(), table["k"].to_pylist()
+        for o, u, k in zip(offsets.tolist(), uids, kinds, strict=True):
+            self.uid[o] = u
+            self.kind[o] = k
+        self.tier[offsets] = table["t"].to_numpy()
+        self.key[offsets] = table["y"].to_numpy()
+        self.pinned[offsets] = table["p"].to_numpy(zero_copy_only=False)
+        self.offset = {u: o for o, u in zip(offsets.tolist(), uids, strict=True)}
+        self.ready = True
+
+    def put(self, offset: int, node: Node) -> None:
+        import numpy as np
+
+        if offset >= len(self.uid):
+            grow = max(offset + 1, 2 * len(self.uid)) - len(self.uid)
+            self.uid += [None] * grow
+            self.kind += [""] * grow
+            self.tier = np.concatenate([self.tier, np.full(grow, 4, np.int64)])
+            self.key = np.concatenate([self.key, np.zeros(grow)])
+            self.pinned = np.concatenate([self.pinned, np.zeros(grow, np.bool_)])
+        u = uid(node.namespace, node.id)
+        self.uid[offset] = u
+        self.kind[offset] = node.kind
+        self.tier[offset] = int(node.tier)
+        self.key[offset] = node.key
+        self.pinned[offset] = node.pinned
+        self.offset[u] = offset
+
+    def drop(self, u: str) -> None:
+        o = self.offset.pop(u, None)
+        if o is not None:
+            self.uid[o] = None
+
+    def live_tier(self, u: str) -> int | None:
+        o = self.offset.get(u)
+        return None if o is None else int(self.tier[o])
+
+
 class KuzuStore(GraphStore):
     """Embedded Kùzu backend: a single database file (plus its ``.wal``) at ``path``.
 
@@ -195,6 +276,7 @@ class KuzuStore(GraphStore):
         self._read_only = read_only
         # Prepared once per query text: measured ~30% faster than re-planning on every call.
         self._prepared: dict[str, Any] = {}
+        self._cache = _RecallCache()
         self._closed = False
         for ext in ("fts",):
             self._conn.execute(f"LOAD EXTENSION {ext}")
@@ -308,6 +390,7 @@ class KuzuStore(GraphStore):
             self._exec("COMMIT")
 
     def _rollback(self) -> None:
+        self._cache.ready = False
         try:
             self._exec("ROLLBACK")
         except RuntimeError as exc:
@@ -360,13 +443,22 @@ class KuzuStore(GraphStore):
         sets = ", ".join(f"n.{c} = ${c}" for c in _node_params_keys() if c != "uid")
         with self.transaction():
             for n in nodes:
-                self._q(f"MERGE (n:Memory {{uid: $uid}}) SET {sets}", _node_params(n))
+                rows = self._q(
+                    f"MERGE (n:Memory {{uid: $uid}}) SET {sets} RETURN offset(id(n))",
+                    _node_params(n),
+                )
+                if self._cache.ready:
+                    self._cache.put(int(rows[0][0]), n)
 
     def insert_nodes(self, nodes: Sequence[Node]) -> None:
         props = ", ".join(f"{c}: ${c}" for c in _node_params_keys())
         with self.transaction():
             for n in nodes:
-                self._q(f"CREATE (:Memory {{{props}}})", _node_params(n))
+                rows = self._q(
+                    f"CREATE (n:Memory {{{props}}}) RETURN offset(id(n))", _node_params(n)
+                )
+                if self._cache.ready:
+                    self._cache.put(int(rows[0][0]), n)
 
     def update_nodes(self, namespace: str, changes: Mapping[str, Mapping[str, Any]]) -> None:
         self.adjust(namespace, {i: Adjustment(fields=f) for i, f in changes.items()})
@@ -392,6 +484,24 @@ class KuzuStore(GraphStore):
             cols = tuple(sorted(_COLUMN.get(f, f) for f in adj.fields))
             groups.setdefault((*deltas, "|", *cols), []).append((node_id, adj))
         pushes = {i: a.push_delta for i, a in changes.items() if a.push_delta}
+        cache = self._cache
+        if cache.ready:
+            if pushes:
+                cache.ready = False  # neighbours' keys change: rebuilt on next use
+            for node_id, adj in changes.items():
+                o = cache.offset.get(uid(namespace, node_id))
+                if o is None:
+                    continue
+                cache.key[o] += adj.key_delta
+                for f, v in adj.fields.items():
+                    if f == "tier":
+                        cache.tier[o] = int(v)
+                    elif f == "pinned":
+                        cache.pinned[o] = bool(v)
+                    elif f == "key":
+                        cache.key[o] = float(v)
+                    elif f == "kind":
+                        cache.kind[o] = v
         with self.transaction():
             for shape, rows in groups.items():
                 cut = shape.index("|")
@@ -448,6 +558,7 @@ class KuzuStore(GraphStore):
     def delete_nodes(self, namespace: str, ids: Sequence[str]) -> None:
         with self.transaction():
             for i in ids:
+                self._cache.drop(uid(namespace, i))
                 self._q("MATCH (n:Memory {uid: $uid}) DETACH DELETE n", {"uid": uid(namespace, i)})
 
     def bulk_insert(
@@ -464,6 +575,7 @@ class KuzuStore(GraphStore):
         def uids(ns: Any, ids: Any) -> Any:
             return pc.binary_join_element_wise(col(ns, pa.string()), col(ids, pa.string()), SEP)
 
+        self._cache.ready = False
         with self.transaction():
             n = len(nodes["id"])
             if n:
@@ -490,6 +602,7 @@ class KuzuStore(GraphStore):
                         "base_key": pa.array([0.0] * n, pa.float64()),
                         "key": pa.array([0.0] * n, pa.float64()),
                         "degree": pa.array([0] * n, pa.int64()),
+                        "recent_links": pa.array([None] * n, pa.string()),
                     }
                 )
                 self._conn.execute("COPY Memory FROM $t", {"t": table})
@@ -506,6 +619,7 @@ class KuzuStore(GraphStore):
                     }
                 )
                 self._conn.execute("COPY Link FROM $t", {"t": table})
+                self._merge_recent_links(edges)
 
     # -- edges ---------------------------------------------------------------------------------
     def upsert_edges(self, edges: Sequence[Edge]) -> None:
@@ -519,6 +633,8 @@ class KuzuStore(GraphStore):
                 )
                 if not found or not found[0][0]:
                     self.insert_edges([e])
+                else:
+                    self._note_links([e])
 
     def insert_edges(self, edges: Sequence[Edge]) -> None:
         with self.transaction():
@@ -529,6 +645,62 @@ class KuzuStore(GraphStore):
                     "reinforced_us: $r, props: $p}]->(b)",
                     _edge_params(e),
                 )
+            self._note_links(edges)
+
+    def _note_links(self, edges: Sequence[Edge]) -> None:
+        """Keep each end's short list of its most recently reinforced links up to date."""
+        lists: dict[tuple[str, str], list[list[Any]]] = {}
+        for e in edges:
+            for me, other, out in ((e.src, e.dst, 1), (e.dst, e.src, 0)):
+                k = (e.namespace, me)
+                if k not in lists:
+                    rows = self._q(
+                        "MATCH (n:Memory {uid: $u}) RETURN n.recent_links", {"u": uid(*k)}
+                    )
+                    lists[k] = json.loads(rows[0][0]) if rows and rows[0][0] else []
+                lists[k] = _merge_link(
+                    lists[k], [other, e.kind, out, e.weight, to_us(e.reinforced_at)]
+                )
+        for (ns, me), links in lists.items():
+            self._q(
+                "MATCH (n:Memory {uid: $u}) SET n.recent_links = $l",
+                {"u": uid(ns, me), "l": json.dumps(links)},
+            )
+
+    def _merge_recent_links(self, edges: Mapping[str, Sequence[Any]]) -> None:
+        """After a bulk edge load: fold the new edges into both ends' recent-link lists."""
+        from collections import defaultdict
+
+        import pyarrow as pa
+
+        def pylist(v: Any) -> list[Any]:
+            return v.to_pylist() if hasattr(v, "to_pylist") else list(v)
+
+        ns, src, dst = pylist(edges["namespace"]), pylist(edges["src"]), pylist(edges["dst"])
+        kind, w, t = pylist(edges["kind"]), pylist(edges["weight"]), pylist(edges["reinforced_us"])
+        per: dict[str, list[list[Any]]] = defaultdict(list)
+        for i in range(len(src)):
+            per[f"{ns[i]}{SEP}{src[i]}"].append([dst[i], kind[i], 1, w[i], t[i]])
+            per[f"{ns[i]}{SEP}{dst[i]}"].append([src[i], kind[i], 0, w[i], t[i]])
+        existing = {
+            r["u"]: r["l"]
+            for r in self._arrow(
+                "MATCH (n:Memory) WHERE n.recent_links IS NOT NULL RETURN n.uid AS u, "
+                "n.recent_links AS l",
+                {},
+            ).to_pylist()
+            if r["u"] in per
+        }
+        out_u, out_l = [], []
+        for u, new in per.items():
+            links = json.loads(existing[u]) if u in existing else []
+            links = sorted(links + new, key=lambda x: -x[4])[:RECENT_LINKS]
+            out_u.append(u)
+            out_l.append(json.dumps(links))
+        self._conn.execute(
+            "LOAD FROM $rows MATCH (n:Memory {uid: u}) SET n.recent_links = l",
+            {"rows": pa.table({"u": pa.array(out_u, pa.string()), "l": pa.array(out_l)})},
+        )
 
     def get_edge(self, namespace: str, src: str, dst: str, kind: str) -> Edge | None:
         rows = self._q(
@@ -547,25 +719,27 @@ class KuzuStore(GraphStore):
         min_decayed: float,
         limit: int,
     ) -> list[Link]:
-        if not ids:
-            return []
-        out: list[Link] = []
-        for direction, pattern in ((True, "-[e:Link]->"), (False, "<-[e:Link]-")):
+        """From each memory's list of its most recently reinforced links (a 1-hop expansion
+        costs Kùzu a node-table scan per memory; this is one primary-key read each)."""
+        from . import scoring
+
+        self._ensure_cache()
+        out: list[tuple[float, Link]] = []
+        for i in dict.fromkeys(ids):
             rows = self._q(
-                f"UNWIND $us AS u MATCH (s:Memory {{uid: u}}){pattern}(m:Memory) WHERE m.tier < 4 "
-                "WITH s, m, e, e.weight * pow(2.0, (e.reinforced_us - $now) / $h) AS dw "
-                "WHERE dw >= $min RETURN s.id, m.id, e.kind, e.weight, e.reinforced_us, dw "
-                "ORDER BY dw DESC, m.id LIMIT $lim",
-                {
-                    "us": [uid(namespace, i) for i in ids],
-                    "now": float(now_us),
-                    "h": float(half_life_us),
-                    "min": float(min_decayed),
-                    "lim": int(limit),
-                },
+                "MATCH (n:Memory {uid: $u}) RETURN n.recent_links", {"u": uid(namespace, i)}
             )
-            out += [Link(r[0], r[1], r[2], direction, float(r[3]), int(r[4])) for r in rows]
-        return out
+            if not rows or not rows[0][0]:
+                continue
+            for other, kind, outgoing, weight, at in json.loads(rows[0][0]):
+                tier = self._cache.live_tier(uid(namespace, other))
+                if tier is None or tier >= int(Tier.FROZEN):
+                    continue
+                dw = weight * scoring.decay(now_us - at, half_life_us)
+                if dw >= min_decayed:
+                    out.append((dw, Link(i, other, kind, bool(outgoing), float(weight), int(at))))
+        out.sort(key=lambda p: (-p[0], p[1].other_id))
+        return [link for _, link in out[:limit]]
 
     def incident(self, namespace: str, ids: Sequence[str]) -> list[Incident]:
         out: list[Incident] = []
@@ -605,6 +779,46 @@ class KuzuStore(GraphStore):
             },
         )
         return [(_row_to_node(r), float(r[15])) for r in rows]
+
+    def _ensure_cache(self) -> None:
+        if not self._cache.ready:
+            self._cache.build(
+                self._arrow(
+                    "MATCH (n:Memory) RETURN offset(id(n)) AS o, n.uid AS u, n.kind AS k, "
+                    "n.tier AS t, n.key AS y, n.pinned AS p",
+                    {},
+                )
+            )
+
+    def text_matches(
+        self, namespace: str, query: str, max_tier: Tier, pool: int, kinds: Sequence[str] = ()
+    ) -> list[Match]:
+        with self._lock:
+            self._ensure_cache()
+            rows = self._q(
+                f"CALL QUERY_FTS_INDEX('Memory', '{FTS_INDEX}', $q, TOP := $top) "
+                "RETURN offset(id(node)), score",
+                {"q": query, "top": int(max(4 * pool, 200))},  # filtering comes after TOP
+            )
+            cache, prefix, wanted = self._cache, f"{namespace}{SEP}", set(kinds)
+            out: list[Match] = []
+            for off, score in sorted(rows, key=lambda r: -r[1]):
+                u = cache.uid[off] if off < len(cache.uid) else None
+                if u is None or not u.startswith(prefix) or cache.tier[off] > int(max_tier):
+                    continue
+                if wanted and cache.kind[off] not in wanted:
+                    continue
+                out.append(
+                    Match(
+                        u[len(prefix) :],
+                        float(score),
+                        float(cache.key[off]),
+                        bool(cache.pinned[off]),
+                    )
+                )
+                if len(out) >= pool:
+                    break
+            return out
 
     def top_by_key(
         self, namespace: str, max_tier: Tier, limit: int, kinds: Sequence[str] = ()
@@ -758,6 +972,10 @@ class KuzuStore(GraphStore):
                     )
                 },
             )
+        if self._cache.ready and len(self._cache.key) >= size:
+            self._cache.key[offsets] = key[offsets]
+        else:
+            self._cache.ready = False
         return int(nodes.num_rows)
 
     def _arrow(self, query: str, params: Mapping[str, Any]) -> Any:
@@ -766,6 +984,7 @@ class KuzuStore(GraphStore):
         return result.get_as_arrow(chunk_size=1_000_000).combine_chunks()
 
     def scale_keys(self, factor: float) -> None:
+        self._cache.key *= factor
         with self.transaction():
             self._q(
                 "MATCH (n:Memory) SET n.key = n.key * $f, n.base_key = n.base_key * $f",
@@ -900,6 +1119,12 @@ def _column_value(column: str, fields: Mapping[str, Any]) -> Any:
     raise KeyError(column)
 
 
+def _merge_link(links: list[list[Any]], new: list[Any]) -> list[list[Any]]:
+    """Put ``[other, kind, out, weight, reinforced_us]`` into a most-recent-first list."""
+    kept = [x for x in links if (x[0], x[1], x[2]) != (new[0], new[1], new[2])]
+    return sorted([*kept, new], key=lambda x: -x[4])[:RECENT_LINKS]
+
+
 def _kinds_filter(kinds: Sequence[str]) -> str:
     # An empty list parameter has no element type in Kùzu, so the filter is left out instead.
     return "AND list_contains($kinds, n.kind) " if kinds else ""
@@ -917,7 +1142,7 @@ def _all(result: Any) -> list[list[Any]]:
 
 
 def _node_params_keys() -> list[str]:
-    return list(_ARROW_TYPES)
+    return [c for c in _ARROW_TYPES if c != "recent_links"]  # kept by the store itself
 
 
 def _arrow_types() -> dict[str, Any]:
@@ -940,6 +1165,7 @@ def _arrow_types() -> dict[str, Any]:
         "base_key": pa.float64(),
         "key": pa.float64(),
         "degree": pa.int64(),
+        "recent_links": pa.string(),
     }
 
 
