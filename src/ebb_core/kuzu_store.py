@@ -391,6 +391,7 @@ class KuzuStore(GraphStore):
 
     def _rollback(self) -> None:
         self._cache.ready = False
+        self._prepared.clear()
         try:
             self._exec("ROLLBACK")
         except RuntimeError as exc:
