@@ -749,14 +749,14 @@ class KuzuStore(GraphStore):
                 u = uid(namespace, i)
                 for r in self._q(
                     f"MATCH (a:Memory {{uid: $u}})-[e:Link]->(b:Memory) "
-                    f"RETURN {_EDGE_RET}, {_node_ret('b')}",
+                    f"RETURN {_EDGE_RET}, {_node_ret('b')} ORDER BY b.id, e.kind",
                     {"u": u},
                 ):
                     other = _row_to_node(r[5:])
                     out.append(Incident(i, _edge_from(namespace, i, other.id, r), other))
                 for r in self._q(
                     f"MATCH (a:Memory {{uid: $u}})<-[e:Link]-(b:Memory) "
-                    f"RETURN {_EDGE_RET}, {_node_ret('b')}",
+                    f"RETURN {_EDGE_RET}, {_node_ret('b')} ORDER BY b.id, e.kind",
                     {"u": u},
                 ):
                     other = _row_to_node(r[5:])

@@ -197,7 +197,11 @@ class GraphStore(ABC):
 
     @abstractmethod
     def incident(self, namespace: str, ids: Sequence[str]) -> list[Incident]:
-        """Every edge touching any of ``ids`` (both directions), with the node at its other end."""
+        """Every edge touching any of ``ids``, with the node at its other end.
+
+        Per id, in the order given: its outgoing edges, then its incoming ones, each by the other
+        end's id and the edge kind (deletion audits record them in this order, so every backend
+        writes the same log)."""
 
     @abstractmethod
     def get_edge(self, namespace: str, src: str, dst: str, kind: str) -> Edge | None:
