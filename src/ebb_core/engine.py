@@ -1193,8 +1193,8 @@ class Brain:
                 done += len(nodes_part["id"])
                 if progress:
                     progress(done, total)
-            for lo in range(0, n_edges, batch):
-                edges_part = {c: v[lo : lo + batch] for c, v in edge_cols.items()}
+            for lo in range(0, n_edges, 10 * batch):  # edges in one go: one pass over links
+                edges_part = {c: v[lo : lo + 10 * batch] for c, v in edge_cols.items()}
                 store.bulk_insert({c: [] for c in node_cols}, edges_part)
                 done += len(edges_part["src"])
                 if progress:

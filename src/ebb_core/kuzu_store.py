@@ -670,34 +670,58 @@ class KuzuStore(GraphStore):
 
     def _merge_recent_links(self, edges: Mapping[str, Sequence[Any]]) -> None:
         """After a bulk edge load: fold the new edges into both ends' recent-link lists."""
-        from collections import defaultdict
-
         import pyarrow as pa
+        import pyarrow.compute as pc
 
-        def pylist(v: Any) -> list[Any]:
-            return v.to_pylist() if hasattr(v, "to_pylist") else list(v)
+        def arr(v: Any, typ: Any) -> Any:
+            if isinstance(v, pa.ChunkedArray):
+                v = v.combine_chunks()
+            return v.cast(typ) if isinstance(v, pa.Array) else pa.array(v, typ)
 
-        ns, src, dst = pylist(edges["namespace"]), pylist(edges["src"]), pylist(edges["dst"])
-        kind, w, t = pylist(edges["kind"]), pylist(edges["weight"]), pylist(edges["reinforced_us"])
-        per: dict[str, list[list[Any]]] = defaultdict(list)
-        for i in range(len(src)):
-            per[f"{ns[i]}{SEP}{src[i]}"].append([dst[i], kind[i], 1, w[i], t[i]])
-            per[f"{ns[i]}{SEP}{dst[i]}"].append([src[i], kind[i], 0, w[i], t[i]])
+        ns = arr(edges["namespace"], pa.string())
+        src, dst = arr(edges["src"], pa.string()), arr(edges["dst"], pa.string())
+        kind = arr(edges["kind"], pa.string())
+        w, t = arr(edges["weight"], pa.float64()), arr(edges["reinforced_us"], pa.int64())
+        m = len(src)
+        both = pa.table(
+            {
+                "u": pa.concat_arrays(
+                    [
+                        arr(pc.binary_join_element_wise(ns, src, SEP), pa.string()),
+                        arr(pc.binary_join_element_wise(ns, dst, SEP), pa.string()),
+                    ]
+                ),
+                "o": pa.concat_arrays([dst, src]),
+                "k": pa.concat_arrays([kind, kind]),
+                "d": pa.array([1] * m + [0] * m, pa.int8()),
+                "w": pa.concat_arrays([w, w]),
+                "t": pa.concat_arrays([t, t]),
+            }
+        ).sort_by([("u", "ascending"), ("t", "descending")])
         existing = {
-            r["u"]: r["l"]
+            r["u"]: json.loads(r["l"])
             for r in self._arrow(
-                "MATCH (n:Memory) WHERE n.recent_links IS NOT NULL RETURN n.uid AS u, "
-                "n.recent_links AS l",
-                {},
+                "MATCH (n:Memory) WHERE list_contains($nss, n.ns) AND n.recent_links IS NOT NULL "
+                "RETURN n.uid AS u, n.recent_links AS l",
+                {"nss": sorted(set(ns.to_pylist()))},
             ).to_pylist()
-            if r["u"] in per
         }
-        out_u, out_l = [], []
-        for u, new in per.items():
-            links = json.loads(existing[u]) if u in existing else []
-            links = sorted(links + new, key=lambda x: -x[4])[:RECENT_LINKS]
-            out_u.append(u)
-            out_l.append(json.dumps(links))
+        out_u: list[str] = []
+        out_l: list[str] = []
+        current: str | None = None
+        links: list[list[Any]] = []
+        cols = [both[c].to_pylist() for c in ("u", "o", "k", "d", "w", "t")]
+        for u, o, k, d, wt, at in zip(*cols, strict=True):
+            if u != current:
+                if current is not None:
+                    out_u.append(current)
+                    out_l.append(json.dumps(_recent(existing.get(current, []), links)))
+                current, links = u, []
+            if len(links) < RECENT_LINKS:
+                links.append([o, k, d, wt, at])
+        if current is not None:
+            out_u.append(current)
+            out_l.append(json.dumps(_recent(existing.get(current, []), links)))
         self._conn.execute(
             "LOAD FROM $rows MATCH (n:Memory {uid: u}) SET n.recent_links = l",
             {"rows": pa.table({"u": pa.array(out_u, pa.string()), "l": pa.array(out_l)})},
@@ -1118,6 +1142,12 @@ def _column_value(column: str, fields: Mapping[str, Any]) -> Any:
         if col == column:
             return value
     raise KeyError(column)
+
+
+def _recent(old: list[list[Any]], new: list[list[Any]]) -> list[list[Any]]:
+    if not old:
+        return new
+    return sorted(old + new, key=lambda x: -x[4])[:RECENT_LINKS]
 
 
 def _merge_link(links: list[list[Any]], new: list[Any]) -> list[list[Any]]:
