@@ -27,9 +27,9 @@ import org.neo4j.harness.Neo4jBuilders;
 /**
  * Throwaway in-process Neo4j (5.26 LTS, community) for Ebb's tests and CI.
  *
- * <p>Binds Bolt to 127.0.0.1 on a free port (or {@code --port N}), with authentication DISABLED,
- * HTTP/HTTPS off and usage reporting off. Once the database answers, exactly one line is written to
- * stdout:
+ * <p>Binds Bolt to 127.0.0.1 on a free port (or {@code --port N}), with authentication DISABLED
+ * (unless {@code --auth}), HTTP/HTTPS off and usage reporting off. Once the database answers,
+ * exactly one line is written to stdout:
  *
  * <pre>EBB_NEO4J_BOLT=bolt://127.0.0.1:PORT</pre>
  *
@@ -40,7 +40,10 @@ import org.neo4j.harness.Neo4jBuilders;
  * <p>Options: {@code --host H} (default 127.0.0.1), {@code --port N} (default 0 = free port),
  * {@code --dir PATH} (parent of the store directory, default java.io.tmpdir), {@code --plugins PATH}
  * (Neo4j plugin directory scanned for procedures, e.g. the Graph Data Science jars), {@code
- * --no-stdin} (ignore stdin; stop only on a signal), {@code --pagecache BYTES} (default 64 MiB).
+ * --no-stdin} (ignore stdin; stop only on a signal), {@code --pagecache BYTES} (default 64 MiB),
+ * {@code --auth} (authentication ENABLED: the built-in user {@code neo4j} / {@code neo4j} must
+ * change its password first, e.g. {@code ALTER CURRENT USER SET PASSWORD FROM 'neo4j' TO '...'}
+ * on the {@code system} database; for tests of credential handling).
  */
 public final class Neo4jHarness {
 
@@ -60,6 +63,7 @@ public final class Neo4jHarness {
         Path plugins = null;
         Path pidfile = null;
         boolean watchStdin = true;
+        boolean auth = false;
         long pagecache = 64L * 1024 * 1024;
 
         for (int i = 0; i < args.length; i++) {
@@ -72,9 +76,10 @@ public final class Neo4jHarness {
                 case "--pidfile" -> pidfile = Paths.get(need(args, ++i, a));
                 case "--pagecache" -> pagecache = Long.parseLong(need(args, ++i, a));
                 case "--no-stdin" -> watchStdin = false;
+                case "--auth" -> auth = true;
                 case "-h", "--help" -> {
                     System.err.println("usage: Neo4jHarness [--host H] [--port N] [--dir PATH]"
-                            + " [--plugins PATH] [--pidfile PATH] [--pagecache BYTES] [--no-stdin]");
+                            + " [--plugins PATH] [--pidfile PATH] [--pagecache BYTES] [--no-stdin] [--auth]");
                     System.exit(0);
                 }
                 default -> fail("unknown argument: " + a);
@@ -90,7 +95,7 @@ public final class Neo4jHarness {
                 .withConfig(BoltConnector.listen_address, new SocketAddress(host, port))
                 .withConfig(BoltConnector.advertised_address, new SocketAddress(host, port))
                 .withConfig(BoltConnector.encryption_level, BoltConnector.EncryptionLevel.DISABLED)
-                .withConfig(GraphDatabaseSettings.auth_enabled, false)
+                .withConfig(GraphDatabaseSettings.auth_enabled, auth)
                 .withConfig(GraphDatabaseSettings.udc_enabled, false)
                 .withConfig(GraphDatabaseSettings.pagecache_memory, pagecache)
                 .withConfig(GraphDatabaseSettings.preallocate_logical_logs, false)
