@@ -620,7 +620,8 @@ class KuzuStore(GraphStore):
                     }
                 )
                 self._conn.execute("COPY Link FROM $t", {"t": table})
-                self._merge_recent_links(edges)
+                # The ends' recent-link lists are left unset: built on first use (see
+                # strongest_links), which costs far less than building 100k of them here.
 
     # -- edges ---------------------------------------------------------------------------------
     def upsert_edges(self, edges: Sequence[Edge]) -> None:
@@ -650,7 +651,7 @@ class KuzuStore(GraphStore):
 
     def _note_links(self, edges: Sequence[Edge]) -> None:
         """Keep each end's short list of its most recently reinforced links up to date."""
-        lists: dict[tuple[str, str], list[list[Any]]] = {}
+        lists: dict[tuple[str, str], list[list[Any]] | None] = {}
         for e in edges:
             for me, other, out in ((e.src, e.dst, 1), (e.dst, e.src, 0)):
                 k = (e.namespace, me)
@@ -658,74 +659,20 @@ class KuzuStore(GraphStore):
                     rows = self._q(
                         "MATCH (n:Memory {uid: $u}) RETURN n.recent_links", {"u": uid(*k)}
                     )
-                    lists[k] = json.loads(rows[0][0]) if rows and rows[0][0] else []
-                lists[k] = _merge_link(
-                    lists[k], [other, e.kind, out, e.weight, to_us(e.reinforced_at)]
-                )
+                    # an unset list stays unset: it is built from all edges on first use
+                    lists[k] = json.loads(rows[0][0]) if rows and rows[0][0] else None
+                current = lists[k]
+                if current is not None:
+                    lists[k] = _merge_link(
+                        current, [other, e.kind, out, e.weight, to_us(e.reinforced_at)]
+                    )
         for (ns, me), links in lists.items():
+            if links is None:
+                continue
             self._q(
                 "MATCH (n:Memory {uid: $u}) SET n.recent_links = $l",
                 {"u": uid(ns, me), "l": json.dumps(links)},
             )
-
-    def _merge_recent_links(self, edges: Mapping[str, Sequence[Any]]) -> None:
-        """After a bulk edge load: fold the new edges into both ends' recent-link lists."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        def arr(v: Any, typ: Any) -> Any:
-            if isinstance(v, pa.ChunkedArray):
-                v = v.combine_chunks()
-            return v.cast(typ) if isinstance(v, pa.Array) else pa.array(v, typ)
-
-        ns = arr(edges["namespace"], pa.string())
-        src, dst = arr(edges["src"], pa.string()), arr(edges["dst"], pa.string())
-        kind = arr(edges["kind"], pa.string())
-        w, t = arr(edges["weight"], pa.float64()), arr(edges["reinforced_us"], pa.int64())
-        m = len(src)
-        both = pa.table(
-            {
-                "u": pa.concat_arrays(
-                    [
-                        arr(pc.binary_join_element_wise(ns, src, SEP), pa.string()),
-                        arr(pc.binary_join_element_wise(ns, dst, SEP), pa.string()),
-                    ]
-                ),
-                "o": pa.concat_arrays([dst, src]),
-                "k": pa.concat_arrays([kind, kind]),
-                "d": pa.array([1] * m + [0] * m, pa.int8()),
-                "w": pa.concat_arrays([w, w]),
-                "t": pa.concat_arrays([t, t]),
-            }
-        ).sort_by([("u", "ascending"), ("t", "descending")])
-        existing = {
-            r["u"]: json.loads(r["l"])
-            for r in self._arrow(
-                "MATCH (n:Memory) WHERE list_contains($nss, n.ns) AND n.recent_links IS NOT NULL "
-                "RETURN n.uid AS u, n.recent_links AS l",
-                {"nss": sorted(set(ns.to_pylist()))},
-            ).to_pylist()
-        }
-        out_u: list[str] = []
-        out_l: list[str] = []
-        current: str | None = None
-        links: list[list[Any]] = []
-        cols = [both[c].to_pylist() for c in ("u", "o", "k", "d", "w", "t")]
-        for u, o, k, d, wt, at in zip(*cols, strict=True):
-            if u != current:
-                if current is not None:
-                    out_u.append(current)
-                    out_l.append(json.dumps(_recent(existing.get(current, []), links)))
-                current, links = u, []
-            if len(links) < RECENT_LINKS:
-                links.append([o, k, d, wt, at])
-        if current is not None:
-            out_u.append(current)
-            out_l.append(json.dumps(_recent(existing.get(current, []), links)))
-        self._conn.execute(
-            "LOAD FROM $rows MATCH (n:Memory {uid: u}) SET n.recent_links = l",
-            {"rows": pa.table({"u": pa.array(out_u, pa.string()), "l": pa.array(out_l)})},
-        )
 
     def get_edge(self, namespace: str, src: str, dst: str, kind: str) -> Edge | None:
         rows = self._q(
@@ -754,9 +701,10 @@ class KuzuStore(GraphStore):
             rows = self._q(
                 "MATCH (n:Memory {uid: $u}) RETURN n.recent_links", {"u": uid(namespace, i)}
             )
-            if not rows or not rows[0][0]:
+            if not rows:
                 continue
-            for other, kind, outgoing, weight, at in json.loads(rows[0][0]):
+            links = json.loads(rows[0][0]) if rows[0][0] else self._build_recent_links(namespace, i)
+            for other, kind, outgoing, weight, at in links:
                 tier = self._cache.live_tier(uid(namespace, other))
                 if tier is None or tier >= int(Tier.FROZEN):
                     continue
@@ -765,6 +713,24 @@ class KuzuStore(GraphStore):
                     out.append((dw, Link(i, other, kind, bool(outgoing), float(weight), int(at))))
         out.sort(key=lambda p: (-p[0], p[1].other_id))
         return [link for _, link in out[:limit]]
+
+    def _build_recent_links(self, namespace: str, node_id: str) -> list[list[Any]]:
+        u = uid(namespace, node_id)
+        links: list[list[Any]] = []
+        for out, pattern in ((1, "-[e:Link]->"), (0, "<-[e:Link]-")):
+            links += [
+                [r[0], r[1], out, float(r[2]), int(r[3])]
+                for r in self._q(
+                    f"MATCH (n:Memory {{uid: $u}}){pattern}(m:Memory) RETURN m.id, e.kind, "
+                    "e.weight, e.reinforced_us ORDER BY e.reinforced_us DESC LIMIT $k",
+                    {"u": u, "k": RECENT_LINKS},
+                )
+            ]
+        links = sorted(links, key=lambda x: -x[4])[:RECENT_LINKS]
+        self._q(
+            "MATCH (n:Memory {uid: $u}) SET n.recent_links = $l", {"u": u, "l": json.dumps(links)}
+        )
+        return links
 
     def incident(self, namespace: str, ids: Sequence[str]) -> list[Incident]:
         out: list[Incident] = []
@@ -1142,12 +1108,6 @@ def _column_value(column: str, fields: Mapping[str, Any]) -> Any:
         if col == column:
             return value
     raise KeyError(column)
-
-
-def _recent(old: list[list[Any]], new: list[list[Any]]) -> list[list[Any]]:
-    if not old:
-        return new
-    return sorted(old + new, key=lambda x: -x[4])[:RECENT_LINKS]
 
 
 def _merge_link(links: list[list[Any]], new: list[Any]) -> list[list[Any]]:
