@@ -421,3 +421,18 @@ def test_lazy_spreading_is_exact_for_touched_nodes_and_after_maintain(
         assert touched[i][2] == exact[i][2], i
     # a neighbour of the touched memories catches up with its share only at maintain
     assert touched["client:acme"][1] != pytest.approx(exact["client:acme"][1], rel=1e-6)
+
+
+def test_lone_surrogates_and_unicode_ids(brain: Brain) -> None:
+    for call in (
+        lambda: brain.remember("bad \ud800 text"),
+        lambda: brain.remember("fine", id="note:\udc00"),
+        lambda: brain.recall("\ud800"),
+        lambda: brain.neighbors("\ud800"),
+        lambda: brain.remember("fine", props={"k": "\ud800"}),
+    ):
+        with pytest.raises(InvalidInput, match="not valid Unicode"):
+            call()
+    assert brain.remember("Café résumé", kind="note").id == "note:cafe-resume"
+    assert brain.remember("Привет мир", kind="note").id == "note:привет-мир"
+    assert brain.stats().nodes == 2

@@ -51,6 +51,8 @@ def handle_errors(fn: F) -> F:
             _fail(str(exc), 1)
         except KeyboardInterrupt:
             _fail("interrupted", 130)
+        except BrokenPipeError:  # e.g. `ebb recall ... | head`
+            raise SystemExit(0) from None
         except Exception as exc:
             if os.environ.get("EBB_DEBUG"):
                 raise
@@ -79,7 +81,8 @@ class Ctx:
 
     @contextmanager
     def brain(self) -> Iterator[Brain]:
-        brain = Brain.open(self.db, backend=self.backend, namespace=self.namespace, wait=2.0)
+        # An `ebb mcp` server holds the embedded store only during a call: wait those out.
+        brain = Brain.open(self.db, backend=self.backend, namespace=self.namespace, wait=15.0)
         try:
             yield brain
         finally:

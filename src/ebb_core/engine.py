@@ -782,6 +782,7 @@ class Brain:
             raise InvalidInput(
                 f"query is {len(query):,} characters; the limit is {MAX_TEXT_LEN:,}", field="query"
             )
+        _encodable(query, "query")
         validate_k(k)
         if depth not in (1, 2, 3):
             raise InvalidInput(
@@ -1271,7 +1272,21 @@ def _parse_lines(
 
 
 # -- validation --------------------------------------------------------------------------------
+def _encodable(value: str, field: str) -> str:
+    """Refuse strings that cannot be stored as UTF-8 (lone surrogates from broken decoders)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(
+            f"{field} contains characters that are not valid Unicode text (a lone surrogate)",
+            field=field,
+        ) from None
+    return value
+
+
 def validate_namespace(namespace: str) -> str:
+    if isinstance(namespace, str):
+        _encodable(namespace, "namespace")
     if not isinstance(namespace, str) or not namespace.strip():
         raise InvalidInput("namespace must be a non-empty string", field="namespace")
     if len(namespace) > MAX_NAMESPACE_LEN or has_control_chars(namespace):
@@ -1283,6 +1298,8 @@ def validate_namespace(namespace: str) -> str:
 
 
 def validate_id(id: str) -> str:
+    if isinstance(id, str):
+        _encodable(id, "id")
     if not isinstance(id, str) or not id.strip():
         raise InvalidInput("a memory id must be a non-empty string like 'kind:slug'", field="id")
     if len(id) > MAX_ID_LEN or has_control_chars(id):
@@ -1307,7 +1324,7 @@ def validate_text(text: str) -> str:
         )
     if "\x00" in text:
         raise InvalidInput("text contains a NUL character", field="text")
-    return text
+    return _encodable(text, "text")
 
 
 def validate_kind(kind: str, field: str = "kind") -> str:
@@ -1341,7 +1358,7 @@ def validate_reason(reason: str) -> str:
         raise InvalidInput("reason must be a string", field="reason")
     if len(reason) > 2000:
         raise InvalidInput("reason is longer than 2,000 characters", field="reason")
-    return reason
+    return _encodable(reason, "reason")
 
 
 def validate_props(props: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -1350,9 +1367,10 @@ def validate_props(props: Mapping[str, Any] | None) -> dict[str, Any]:
     if not isinstance(props, Mapping):
         raise InvalidInput("props must be a mapping of JSON values", field="props")
     try:
-        encoded = json.dumps(dict(props), sort_keys=True, allow_nan=False)
+        encoded = json.dumps(dict(props), sort_keys=True, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"props must be JSON-serialisable: {exc}", field="props") from None
+    _encodable(encoded, "props")
     if len(encoded) > MAX_TEXT_LEN:
         raise InvalidInput("props are larger than 100,000 characters as JSON", field="props")
     result: dict[str, Any] = json.loads(encoded)

@@ -265,8 +265,8 @@ class KuzuStore(GraphStore):
             if "lock" in msg.lower():
                 raise StoreLocked(
                     f"the store {self._path} is open for writing in another process "
-                    "(an `ebb mcp` server or another program?): stop that process, "
-                    "or go through it, then try again",
+                    "(an `ebb mcp` call in progress, or another program): try again in a "
+                    "moment, or stop that process",
                     path=self._path,
                 ) from None
             raise BackendUnavailable(f"cannot open the Kùzu store {self._path}: {msg}") from None

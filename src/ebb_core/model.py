@@ -178,7 +178,7 @@ class MaintainReport(_Model):
     spreading: str
 
 
-_SLUG_STRIP = re.compile(r"[^a-z0-9]+")
+_SLUG_STRIP = re.compile(r"[\W_]+", re.UNICODE)
 _KIND_RE = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_ID_LEN = 200
@@ -187,8 +187,9 @@ MAX_TEXT_LEN = 200_000
 
 def slugify(text: str, max_words: int = 6, max_len: int = 48) -> str:
     """A lowercase slug of the first words of ``text``: ``"Seat pricing!"`` → ``seat-pricing``."""
-    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
-    words = [w for w in _SLUG_STRIP.split(ascii_text.lower()) if w][:max_words]
+    # Accents fold to ASCII where they can ("café" → "cafe"); other scripts keep their letters.
+    folded = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    words = [w for w in _SLUG_STRIP.split(folded.lower()) if w][:max_words]
     slug = "-".join(words)[:max_len].strip("-")
     return slug or "memory"
 

@@ -41,10 +41,10 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from .clock import from_us, to_us
-from .errors import BackendUnavailable, InvalidInput
+from .errors import BackendUnavailable, EbbError, InvalidInput
 from .model import AuditEntry, Edge, Node, Tier
 from .store import (
     UPDATABLE_FIELDS,
@@ -269,6 +269,7 @@ class _TxState(threading.local):
     depth = 0
     session: Any = None
     tx: Any = None
+    failed: BaseException | None = None
 
 
 class Neo4jStore(GraphStore):
@@ -379,16 +380,25 @@ class Neo4jStore(GraphStore):
         ``stage``: ``"connect"`` (opening the store), ``"tx"`` (inside an explicit transaction,
         which cannot be retried statement by statement) or ``"call"`` (after the retries).
         """
+        who = f"user {self._auth_user!r}" if self._auth_user else "no credentials"
         try:
             yield
-        except neo4j_errors.AuthError as exc:
-            who = f"user {self._auth_user!r}" if self._auth_user else "no credentials"
+        except neo4j_errors.Neo4jError as exc:
             if exc.code and "CredentialsExpired" in exc.code:
                 raise BackendUnavailable(
                     f"Neo4j at {self._uri} requires a new password for {who} before use: "
                     "change it (ALTER CURRENT USER SET PASSWORD FROM '…' TO '…' on the system "
                     "database), then set NEO4J_PASSWORD"
                 ) from None
+            if isinstance(exc, neo4j_errors.DatabaseUnavailable):
+                self._lost(exc, stage)
+            if exc.code and "DatabaseNotFound" in exc.code:
+                raise BackendUnavailable(
+                    f"Neo4j at {self._uri} has no database {self._database!r}: create it or fix "
+                    "NEO4J_DATABASE"
+                ) from None
+            if not isinstance(exc, neo4j_errors.AuthError):
+                raise
             raise BackendUnavailable(
                 f"Neo4j at {self._uri} refused the credentials ({who}): check NEO4J_USER and "
                 "NEO4J_PASSWORD"
@@ -399,29 +409,24 @@ class Neo4jStore(GraphStore):
                 "operation may or may not have been applied; check it once the server is back"
             ) from None
         except _CONNECTION_LOST as exc:
-            reason = " ".join(str(exc).split())[:240]
-            if stage == "connect":
-                raise BackendUnavailable(
-                    f"cannot reach Neo4j at {self._uri} ({reason}): start the server or fix "
-                    "NEO4J_URI"
-                ) from None
-            if stage == "tx":
-                raise BackendUnavailable(
-                    f"lost the connection to Neo4j at {self._uri} during an operation, so none "
-                    f"of it was applied ({reason}): check the server, then retry"
-                ) from None
+            self._lost(exc, stage)
+
+    def _lost(self, exc: Exception, stage: str) -> NoReturn:
+        reason = " ".join(str(exc).split())[:240]
+        if stage == "connect":
             raise BackendUnavailable(
-                f"lost the connection to Neo4j at {self._uri} and could not get it back within "
-                f"{self._retry:g} s ({reason}); the operation was not applied: check the server, "
-                "then retry"
+                f"cannot reach Neo4j at {self._uri} ({reason}): start the server or fix NEO4J_URI"
             ) from None
-        except neo4j_errors.ClientError as exc:
-            if exc.code and "DatabaseNotFound" in exc.code:
-                raise BackendUnavailable(
-                    f"Neo4j at {self._uri} has no database {self._database!r}: create it or fix "
-                    "NEO4J_DATABASE"
-                ) from None
-            raise
+        if stage == "tx":
+            raise BackendUnavailable(
+                f"lost the connection to Neo4j at {self._uri} during an operation, so none of it "
+                f"was applied ({reason}): check the server, then retry"
+            ) from None
+        raise BackendUnavailable(
+            f"lost the connection to Neo4j at {self._uri} and could not get it back within "
+            f"{self._retry:g} s ({reason}); the operation was not applied: check the server, "
+            "then retry"
+        ) from None
 
     def _session(self, **config: Any) -> Any:
         if self._closed:
@@ -442,8 +447,12 @@ class Neo4jStore(GraphStore):
         """Run ``work(tx)`` in the thread's transaction, or else in a retried managed one."""
         tx = self._local.tx
         if tx is not None:
-            with self._errors("tx"):
-                return work(tx)
+            try:
+                with self._errors("tx"):
+                    return work(tx)
+            except BaseException as exc:
+                self._local.failed = exc  # the server has rolled the transaction back
+                raise
         with self._errors(), self._session() as session:
             if write:
                 return session.execute_write(work)  # type: ignore[no-any-return]
@@ -490,12 +499,20 @@ class Neo4jStore(GraphStore):
         try:
             yield
         except BaseException:
-            state.session = state.tx = None
+            state.session = state.tx = state.failed = None
             state.depth = 0
             self._abandon(session, tx)
             raise
         state.session = state.tx = None
         state.depth = 0
+        failed, state.failed = state.failed, None
+        if failed is not None:  # a statement failed and the caller carried on regardless
+            self._abandon(session, tx)
+            if isinstance(failed, EbbError):
+                raise type(failed)(f"the transaction was rolled back: {failed}") from None
+            raise EbbError(
+                f"the transaction was rolled back: a statement in it failed ({failed})"
+            ) from None
         try:
             with self._errors("tx"):
                 tx.commit()
