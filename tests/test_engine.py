@@ -347,13 +347,13 @@ def test_bulk_paths_keep_keys_exact(eager: Brain, clock: FixedClock) -> None:
     """Many hits at once (bulk updates, pushes that meet at shared neighbours) stay exact."""
     brain = eager
     brain.remember("central hub memory", id="note:hub")
-    for i in range(24):
+    for i in range(44):
         links = ["note:hub"] + ([f"note:leaf-{i - 1}"] if i else [])
         brain.remember(f"leaf memory number {i} about gardens", id=f"note:leaf-{i}", links=links)
         clock.advance(hours=6)
     clock.advance(days=9)
-    hits = brain.recall("gardens leaf memory", k=20)
-    assert len(hits) == 20
+    hits = brain.recall("gardens leaf memory", k=40)  # > 32 rows: the bulk LOAD FROM path
+    assert len(hits) == 40
     clock.advance(days=2)
     brain.reinforce("note:hub")
     brain.forget("note:leaf-3")
