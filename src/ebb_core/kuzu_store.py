@@ -160,6 +160,7 @@ def _field_value(field: str, value: Any) -> tuple[str, Any]:
 
 
 RECENT_LINKS = 8  # links kept per memory for recall's explanations
+HOT_LINK_LISTS = 10_000  # lists maintain builds ahead per pass (the most active hot memories)
 
 
 class _RecallCache:
@@ -949,7 +950,7 @@ class KuzuStore(GraphStore):
             key = base + spread * (
                 np.bincount(src, share[dst], size) + np.bincount(dst, share[src], size)
             )
-            recent = _hot_recent_links(nodes, edges, offsets, size) if edges.num_rows else {}
+            recent = _hot_recent_links(nodes, edges, offsets, key) if edges.num_rows else {}
             self._conn.execute(
                 "LOAD FROM $rows MATCH (n:Memory {uid: u}) SET n.base_key = b, n.key = k, "
                 "n.degree = d, n.recent_links = coalesce(l, n.recent_links)",
@@ -1112,13 +1113,18 @@ def _column_value(column: str, fields: Mapping[str, Any]) -> Any:
     raise KeyError(column)
 
 
-def _hot_recent_links(nodes: Any, edges: Any, offsets: Any, size: int) -> dict[int, str]:
-    """Recent-link lists (JSON) for the hot memories, from a namespace's edges as arrays: what
-    recall returns by default is explained without a graph query."""
+def _hot_recent_links(nodes: Any, edges: Any, offsets: Any, key: Any) -> dict[int, str]:
+    """Recent-link lists (JSON) for the most active hot memories, from a namespace's edges as
+    arrays: what recall returns by default is explained without a graph query. (At most
+    ``HOT_LINK_LISTS`` per pass, to bound its cost; the rest are built on first use.)"""
     import numpy as np
 
+    size = len(key)
+    hot_offsets = offsets[nodes["tr"].to_numpy() == int(Tier.HOT)]
+    if len(hot_offsets) > HOT_LINK_LISTS:
+        hot_offsets = hot_offsets[np.argsort(-key[hot_offsets])[:HOT_LINK_LISTS]]
     hot = np.zeros(size, np.bool_)
-    hot[offsets] = nodes["tr"].to_numpy() == int(Tier.HOT)
+    hot[hot_offsets] = True
     ids = np.empty(size, dtype=object)
     ids[offsets] = np.array(nodes["i"].to_pylist(), dtype=object)
     src, dst = edges["a"].to_numpy(), edges["b"].to_numpy()
@@ -1131,11 +1137,15 @@ def _hot_recent_links(nodes: Any, edges: Any, offsets: Any, size: int) -> dict[i
     k = np.concatenate([kinds, kinds])
     sel = np.flatnonzero(hot[me])
     order = sel[np.lexsort((-t[sel], me[sel]))]
+    grouped = me[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(grouped)) + 1]
+    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    keep = order[rank < RECENT_LINKS]
     result: dict[int, list[list[Any]]] = {}
-    for i in order.tolist():
-        links = result.setdefault(int(me[i]), [])
-        if len(links) < RECENT_LINKS:
-            links.append([ids[other[i]], k[i], int(out[i]), float(w[i]), int(t[i])])
+    for i in keep.tolist():
+        result.setdefault(int(me[i]), []).append(
+            [ids[other[i]], k[i], int(out[i]), float(w[i]), int(t[i])]
+        )
     return {o: json.dumps(v) for o, v in result.items()}
 
 
