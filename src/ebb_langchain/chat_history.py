@@ -26,8 +26,9 @@ class EbbChatMessageHistory(BaseChatMessageHistory):
     Every message is a memory of kind ``message`` (id ``message:<session>:<n>``) linked to the
     one before it (``follows``) and to the memories it mentions by id or by name (``mentions``,
     see :meth:`~ebb_core.Brain.mentioned_in`), so turns take part in decay and recall like any
-    other memory. A ``session:<session>`` memory keeps the count. Reading the history reinforces its messages (``reinforce=False`` to just look);
-    messages that decayed or were forgotten into the review queue drop out of it.
+    other memory. A ``session:<session>`` memory keeps the count. Reading the history reinforces
+    its messages (``reinforce=False`` to just look); messages that decayed or were forgotten into
+    the review queue drop out of it.
 
     ``clear()`` forgets the messages (they wait in the review queue for a person; nothing is
     deleted). Works with ``RunnableWithMessageHistory``::
