@@ -263,7 +263,9 @@ class KuzuStore(GraphStore):
             self._db = kuzu.Database(self._path, read_only=read_only)
         except RuntimeError as exc:
             msg = str(exc)
-            if "lock" in msg.lower():
+            # A writer closing elsewhere checkpoints through a ".shadow" file; opening just
+            # then reads it half-written. Both are "busy right now": callers may wait and retry.
+            if "lock" in msg.lower() or ".shadow" in msg:
                 raise StoreLocked(
                     f"the store {self._path} is open for writing in another process "
                     "(an `ebb mcp` call in progress, or another program): try again in a "
