@@ -27,7 +27,7 @@ from .store import (
     TierMove,
 )
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 SEP = "\x1f"  # joins namespace and id into the primary key; control chars are refused in both
 FTS_INDEX = "memory_text"
 
@@ -45,7 +45,7 @@ _SCHEMA = [
     "CREATE NODE TABLE IF NOT EXISTS Memory(uid STRING PRIMARY KEY, id STRING, ns STRING, "
     "kind STRING, text STRING, props STRING, created_us INT64, updated_us INT64, "
     "last_read_us INT64, pinned BOOLEAN, tier INT64, review_reason STRING, queued_us INT64, "
-    "base_key DOUBLE, key DOUBLE, degree INT64, recent_links STRING)",
+    "base_key DOUBLE, key DOUBLE, degree INT64, recent_links STRING[])",
     "CREATE REL TABLE IF NOT EXISTS Link(FROM Memory TO Memory, kind STRING, weight DOUBLE, "
     "created_us INT64, reinforced_us INT64, props STRING)",
     "CREATE NODE TABLE IF NOT EXISTS Audit(uid STRING PRIMARY KEY, ns STRING, seq INT64, "
@@ -160,7 +160,6 @@ def _field_value(field: str, value: Any) -> tuple[str, Any]:
 
 
 RECENT_LINKS = 8  # links kept per memory for recall's explanations
-HOT_LINK_LISTS = 10_000  # lists maintain builds ahead per pass (the most active hot memories)
 
 
 class _RecallCache:
@@ -464,7 +463,9 @@ class KuzuStore(GraphStore):
                     self._cache.put(int(rows[0][0]), n)
 
     def insert_nodes(self, nodes: Sequence[Node]) -> None:
+        # a new memory has no links yet: its recent-link list starts empty, not unset
         props = ", ".join(f"{c}: ${c}" for c in _node_params_keys())
+        props += ", recent_links: CAST([] AS STRING[])"
         with self.transaction():
             for n in nodes:
                 rows = self._q(
@@ -616,7 +617,7 @@ class KuzuStore(GraphStore):
                         "base_key": pa.array([0.0] * n, pa.float64()),
                         "key": pa.array([0.0] * n, pa.float64()),
                         "degree": pa.array([0] * n, pa.int64()),
-                        "recent_links": pa.array([None] * n, pa.string()),
+                        "recent_links": pa.array([None] * n, pa.list_(pa.string())),
                     }
                 )
                 self._conn.execute("COPY Memory FROM $t", {"t": table})
@@ -673,7 +674,8 @@ class KuzuStore(GraphStore):
                         "MATCH (n:Memory {uid: $u}) RETURN n.recent_links", {"u": uid(*k)}
                     )
                     # an unset list stays unset: it is built from all edges on first use
-                    lists[k] = json.loads(rows[0][0]) if rows and rows[0][0] else None
+                    raw = rows[0][0] if rows else None
+                    lists[k] = None if raw is None else [_decode_link(x) for x in raw]
                 current = lists[k]
                 if current is not None:
                     lists[k] = _merge_link(
@@ -685,7 +687,7 @@ class KuzuStore(GraphStore):
                 continue
             self._q(
                 "MATCH (n:Memory {uid: $u}) SET n.recent_links = $l",
-                {"u": uid(ns, me), "l": json.dumps(links)},
+                {"u": uid(ns, me), "l": [_encode_link(x) for x in links]},
             )
 
     def get_edge(self, namespace: str, src: str, dst: str, kind: str) -> Edge | None:
@@ -720,7 +722,11 @@ class KuzuStore(GraphStore):
                 if not rows:
                     continue
                 raw = rows[0][0]
-            links = json.loads(raw) if raw else self._build_recent_links(namespace, i)
+            links = (
+                [_decode_link(x) for x in raw]
+                if raw is not None
+                else self._build_recent_links(namespace, i)
+            )
             for other, kind, outgoing, weight, at in links:
                 tier = self._cache.live_tier(uid(namespace, other))
                 if tier is None or tier >= int(Tier.FROZEN):
@@ -744,9 +750,11 @@ class KuzuStore(GraphStore):
                 )
             ]
         links = sorted(links, key=lambda x: -x[4])[:RECENT_LINKS]
-        self._q(
-            "MATCH (n:Memory {uid: $u}) SET n.recent_links = $l", {"u": u, "l": json.dumps(links)}
-        )
+        if links:  # (an empty list parameter has no element type in Kùzu)
+            self._q(
+                "MATCH (n:Memory {uid: $u}) SET n.recent_links = $l",
+                {"u": u, "l": [_encode_link(x) for x in links]},
+            )
         return links
 
     def incident(self, namespace: str, ids: Sequence[str]) -> list[Incident]:
@@ -967,10 +975,10 @@ class KuzuStore(GraphStore):
             key = base + spread * (
                 np.bincount(src, share[dst], size) + np.bincount(dst, share[src], size)
             )
-            recent = _hot_recent_links(nodes, edges, offsets, key) if edges.num_rows else {}
+            recent = _recent_link_lists(nodes, edges, offsets)
             self._conn.execute(
                 "LOAD FROM $rows MATCH (n:Memory {uid: u}) SET n.base_key = b, n.key = k, "
-                "n.degree = d, n.recent_links = coalesce(l, n.recent_links)",
+                "n.degree = d, n.recent_links = l",
                 {
                     "rows": pa.table(
                         {
@@ -978,7 +986,7 @@ class KuzuStore(GraphStore):
                             "b": pa.array(base[offsets], pa.float64()),
                             "k": pa.array(key[offsets], pa.float64()),
                             "d": pa.array(degree[offsets], pa.int64()),
-                            "l": pa.array([recent.get(int(o)) for o in offsets], pa.string()),
+                            "l": recent,
                         }
                     )
                 },
@@ -1130,40 +1138,53 @@ def _column_value(column: str, fields: Mapping[str, Any]) -> Any:
     raise KeyError(column)
 
 
-def _hot_recent_links(nodes: Any, edges: Any, offsets: Any, key: Any) -> dict[int, str]:
-    """Recent-link lists (JSON) for the most active hot memories, from a namespace's edges as
-    arrays: what recall returns by default is explained without a graph query. (At most
-    ``HOT_LINK_LISTS`` per pass, to bound its cost; the rest are built on first use.)"""
+def _recent_link_lists(nodes: Any, edges: Any, offsets: Any) -> Any:
+    """Every memory's list of its most recently reinforced links, as one Arrow list column in
+    ``nodes`` row order, built without a Python loop over edges."""
     import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    size = len(key)
-    hot_offsets = offsets[nodes["tr"].to_numpy() == int(Tier.HOT)]
-    if len(hot_offsets) > HOT_LINK_LISTS:
-        hot_offsets = hot_offsets[np.argsort(-key[hot_offsets])[:HOT_LINK_LISTS]]
-    hot = np.zeros(size, np.bool_)
-    hot[hot_offsets] = True
-    ids = np.empty(size, dtype=object)
-    ids[offsets] = np.array(nodes["i"].to_pylist(), dtype=object)
+    n = nodes.num_rows
+    size = int(offsets.max()) + 1
+    pos = np.full(size, -1, np.int64)
+    pos[offsets] = np.arange(n)
     src, dst = edges["a"].to_numpy(), edges["b"].to_numpy()
-    kinds = np.array(edges["k"].to_pylist(), dtype=object)
-    me = np.concatenate([src, dst])
-    other = np.concatenate([dst, src])
-    out = np.concatenate([np.ones(len(src), np.int8), np.zeros(len(src), np.int8)])
-    w = np.tile(edges["w"].to_numpy(), 2)
+    me = pos[np.concatenate([src, dst])]
+    other = pos[np.concatenate([dst, src])]
     t = np.tile(edges["t"].to_numpy(), 2)
-    k = np.concatenate([kinds, kinds])
-    sel = np.flatnonzero(hot[me])
-    order = sel[np.lexsort((-t[sel], me[sel]))]
+    order = np.lexsort((-t, me))
     grouped = me[order]
-    starts = np.r_[0, np.flatnonzero(np.diff(grouped)) + 1]
+    starts = np.r_[0, np.flatnonzero(np.diff(grouped)) + 1] if len(order) else np.zeros(0, int)
     rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
     keep = order[rank < RECENT_LINKS]
-    result: dict[int, list[list[Any]]] = {}
-    for i in keep.tolist():
-        result.setdefault(int(me[i]), []).append(
-            [ids[other[i]], k[i], int(out[i]), float(w[i]), int(t[i])]
-        )
-    return {o: json.dumps(v) for o, v in result.items()}
+    m = len(src)
+    ids = nodes["i"].combine_chunks() if hasattr(nodes["i"], "combine_chunks") else nodes["i"]
+    kinds = pa.concat_arrays([edges["k"].combine_chunks()] * 2)
+    weights = pa.array(np.tile(edges["w"].to_numpy(), 2))
+    outs = pa.array(np.r_[np.ones(m, np.int64), np.zeros(m, np.int64)])
+    take = pa.array(keep)
+    entries = pc.binary_join_element_wise(
+        pc.take(ids, pa.array(other[keep])),
+        pc.take(kinds, take),
+        pc.cast(pc.take(outs, take), pa.string()),
+        pc.cast(pc.take(weights, take), pa.string()),
+        pc.cast(pa.array(t[keep]), pa.string()),
+        SEP,
+    )
+    counts = np.bincount(me[keep], minlength=n)
+    list_offsets = pa.array(np.r_[0, np.cumsum(counts)].astype(np.int32))
+    return pa.ListArray.from_arrays(list_offsets, entries)
+
+
+def _encode_link(link: list[Any]) -> str:
+    other, kind, out, weight, at = link
+    return SEP.join((other, kind, str(int(out)), repr(float(weight)), str(int(at))))
+
+
+def _decode_link(entry: str) -> list[Any]:
+    other, kind, out, weight, at = entry.split(SEP)
+    return [other, kind, int(out), float(weight), int(at)]
 
 
 def _merge_link(links: list[list[Any]], new: list[Any]) -> list[list[Any]]:
@@ -1212,7 +1233,7 @@ def _arrow_types() -> dict[str, Any]:
         "base_key": pa.float64(),
         "key": pa.float64(),
         "degree": pa.int64(),
-        "recent_links": pa.string(),
+        "recent_links": pa.list_(pa.string()),
     }
 
 
