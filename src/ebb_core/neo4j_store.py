@@ -270,6 +270,7 @@ class _TxState(threading.local):
     session: Any = None
     tx: Any = None
     failed: BaseException | None = None
+    meta: dict[str, str | None] | None = None  # settings read or written in this transaction
 
 
 class Neo4jStore(GraphStore):
@@ -495,15 +496,15 @@ class Neo4jStore(GraphStore):
             return
         with self._errors():
             session, tx = self._retrying(self._begin)
-        state.session, state.tx, state.depth = session, tx, 1
+        state.session, state.tx, state.depth, state.meta = session, tx, 1, {}
         try:
             yield
         except BaseException:
-            state.session = state.tx = state.failed = None
+            state.session = state.tx = state.failed = state.meta = None
             state.depth = 0
             self._abandon(session, tx)
             raise
-        state.session = state.tx = None
+        state.session = state.tx = state.meta = None
         state.depth = 0
         failed, state.failed = state.failed, None
         if failed is not None:  # a statement failed and the caller carried on regardless
@@ -590,11 +591,21 @@ class Neo4jStore(GraphStore):
 
     # -- metadata ------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
+        # Within a transaction a setting is read once (the Brain reads the tier reference
+        # several times per operation): one round trip each saved.
+        cache = self._local.meta
+        if cache is not None and key in cache:
+            return cache[key]
         rows = self._read("MATCH (m:Meta {key: $k}) RETURN m.value AS v", {"k": key})
-        return rows[0]["v"] if rows else None
+        value: str | None = rows[0]["v"] if rows else None
+        if cache is not None:
+            cache[key] = value
+        return value
 
     def set_meta(self, key: str, value: str) -> None:
         self._run("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
+        if self._local.meta is not None:
+            self._local.meta[key] = value
 
     # -- nodes ---------------------------------------------------------------------------------
     def get_nodes(self, namespace: str, ids: Sequence[str]) -> dict[str, Node]:
@@ -773,10 +784,11 @@ class Neo4jStore(GraphStore):
         if not ids:
             return []
         rows = self._read(
-            "UNWIND $ids AS i MATCH (s:Memory {ns: $ns, id: i})-[e:LINK]-(m:Memory) "
-            "WHERE m.tier < 4 "
+            # Decay first (relationship properties only), then the other end's tier: a hub's
+            # stale edges never cost a node read.
+            "UNWIND $ids AS i MATCH (s:Memory {ns: $ns, id: i})-[e:LINK]-(m) "
             "WITH s, m, e, e.weight * 2.0 ^ (toFloat(e.reinforced_us - $now) / $h) AS dw "
-            "WHERE dw >= $min "
+            "WHERE dw >= $min WITH s, m, e, dw WHERE m.tier < 4 "
             "RETURN s.id AS s, m.id AS m, e.kind AS kind, startNode(e) = s AS out, "
             "e.weight AS w, e.reinforced_us AS t ORDER BY dw DESC, m, s, kind LIMIT $lim",
             {
