@@ -1077,6 +1077,13 @@ class KuzuStore(GraphStore):
                     )
             else:
                 self._conn.execute("COPY Audit FROM $t", {"t": table})
+            # keep each namespace's last seq at hand: max() over the log is a scan
+            last: dict[str, int] = {}
+            for a in entries:
+                last[a.namespace] = max(last.get(a.namespace, 0), a.seq)
+            for ns, seq in last.items():
+                if seq > self.last_audit_seq(ns):
+                    self.set_meta(f"audit_seq:{ns}", str(seq))
 
     def audit_log(
         self,
@@ -1117,6 +1124,9 @@ class KuzuStore(GraphStore):
         ]
 
     def last_audit_seq(self, namespace: str) -> int:
+        kept = self.get_meta(f"audit_seq:{namespace}")
+        if kept is not None:
+            return int(kept)
         rows = self._q("MATCH (a:Audit) WHERE a.ns = $ns RETURN max(a.seq)", {"ns": namespace})
         return int(rows[0][0] or 0) if rows else 0
 
