@@ -8,7 +8,6 @@ import threading
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from . import _kuzu
 from .clock import from_us, to_us
 from .errors import BackendUnavailable, InvalidInput, StoreLocked
 from .model import AuditEntry, Edge, Node, Tier
+from .records import NODE_PROPERTIES, field_value, node_from_row, node_row
 from .store import (
     UPDATABLE_FIELDS,
     Adjustment,
@@ -59,53 +59,12 @@ def uid(namespace: str, id: str) -> str:
     return f"{namespace}{SEP}{id}"
 
 
-def _us(value: datetime | None) -> int | None:
-    return None if value is None else to_us(value)
-
-
-def _dt(value: int | None) -> datetime | None:
-    return None if value is None else from_us(int(value))
-
-
 def _row_to_node(r: Sequence[Any]) -> Node:
-    return Node(
-        id=r[0],
-        namespace=r[1],
-        kind=r[2],
-        text=r[3],
-        props=json.loads(r[4]) if r[4] else {},
-        created_at=from_us(r[5]),
-        updated_at=from_us(r[6]),
-        last_read_at=_dt(r[7]),
-        pinned=bool(r[8]),
-        tier=Tier(int(r[9])),
-        review_reason=r[10],
-        queued_at=_dt(r[11]),
-        base_key=float(r[12] or 0.0),
-        key=float(r[13] or 0.0),
-        degree=int(r[14] or 0),
-    )
+    return node_from_row(dict(zip(NODE_PROPERTIES, r, strict=False)))
 
 
 def _node_params(n: Node) -> dict[str, Any]:
-    return {
-        "uid": uid(n.namespace, n.id),
-        "id": n.id,
-        "ns": n.namespace,
-        "kind": n.kind,
-        "text": n.text,
-        "props": json.dumps(n.props, sort_keys=True),
-        "created_us": to_us(n.created_at),
-        "updated_us": to_us(n.updated_at),
-        "last_read_us": _us(n.last_read_at),
-        "pinned": n.pinned,
-        "tier": int(n.tier),
-        "review_reason": n.review_reason,
-        "queued_us": _us(n.queued_at),
-        "base_key": n.base_key,
-        "key": n.key,
-        "degree": n.degree,
-    }
+    return {"uid": uid(n.namespace, n.id), **node_row(n)}
 
 
 def _edge_from(ns: str, src: str, dst: str, r: Sequence[Any]) -> Edge:
@@ -148,15 +107,7 @@ def _set_clause(deltas: Sequence[str], cols: Sequence[str], prefix: str) -> str:
 
 
 def _field_value(field: str, value: Any) -> tuple[str, Any]:
-    """Map a model field to its column and stored value."""
-    if field in ("updated_at", "last_read_at", "queued_at"):
-        col = {"updated_at": "updated_us", "last_read_at": "last_read_us", "queued_at": "queued_us"}
-        return col[field], _us(value)
-    if field == "props":
-        return "props", json.dumps(value, sort_keys=True)
-    if field == "tier":
-        return "tier", int(value)
-    return field, value
+    return field_value(field, value)
 
 
 RECENT_LINKS = 8  # links kept per memory for recall's explanations

@@ -40,12 +40,12 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from datetime import datetime
 from typing import Any, NoReturn, TypeVar
 
 from .clock import from_us, to_us
 from .errors import BackendUnavailable, EbbError, InvalidInput
 from .model import AuditEntry, Edge, Node, Tier
+from .records import field_value, node_from_row, node_row, opt_dt, opt_us
 from .store import (
     UPDATABLE_FIELDS,
     Adjustment,
@@ -151,52 +151,10 @@ def lucene_query(text: str) -> str:
 
 
 # -- conversions -------------------------------------------------------------------------------
-def _us(value: datetime | None) -> int | None:
-    return None if value is None else to_us(value)
-
-
-def _dt(value: int | None) -> datetime | None:
-    return None if value is None else from_us(int(value))
-
-
-def _to_node(r: Mapping[str, Any]) -> Node:
-    return Node(
-        id=r["id"],
-        namespace=r["ns"],
-        kind=r["kind"],
-        text=r["text"],
-        props=json.loads(r["props"]) if r["props"] else {},
-        created_at=from_us(r["created_us"]),
-        updated_at=from_us(r["updated_us"]),
-        last_read_at=_dt(r["last_read_us"]),
-        pinned=bool(r["pinned"]),
-        tier=Tier(int(r["tier"])),
-        review_reason=r["review_reason"],
-        queued_at=_dt(r["queued_us"]),
-        base_key=float(r["base_key"] or 0.0),
-        key=float(r["key"] or 0.0),
-        degree=int(r["degree"] or 0),
-    )
-
-
-def _node_row(n: Node) -> dict[str, Any]:
-    return {
-        "id": n.id,
-        "ns": n.namespace,
-        "kind": n.kind,
-        "text": n.text,
-        "props": json.dumps(n.props, sort_keys=True),
-        "created_us": to_us(n.created_at),
-        "updated_us": to_us(n.updated_at),
-        "last_read_us": _us(n.last_read_at),
-        "pinned": n.pinned,
-        "tier": int(n.tier),
-        "review_reason": n.review_reason,
-        "queued_us": _us(n.queued_at),
-        "base_key": float(n.base_key),
-        "key": float(n.key),
-        "degree": int(n.degree),
-    }
+_us = opt_us
+_dt = opt_dt
+_to_node = node_from_row
+_node_row = node_row
 
 
 def _to_edge(ns: str, src: str, dst: str, e: Mapping[str, Any]) -> Edge:
@@ -224,19 +182,7 @@ def _edge_row(e: Edge) -> dict[str, Any]:
     }
 
 
-def _field_value(field: str, value: Any) -> tuple[str, Any]:
-    """Map a model field to its property name and stored value."""
-    if field in ("updated_at", "last_read_at", "queued_at"):
-        return field[:-3] + "_us", _us(value)
-    if field == "props":
-        return "props", json.dumps(value, sort_keys=True)
-    if field == "tier":
-        return "tier", int(value)
-    if field in ("base_key", "key"):
-        return field, float(value)
-    if field == "degree":
-        return field, int(value)
-    return field, value
+_field_value = field_value
 
 
 def _pylist(column: Any) -> list[Any]:

@@ -8,11 +8,12 @@ field by field and appended to plain columns that a store loads in one go (Arrow
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from .clock import to_us
-from .model import MAX_ID_LEN, MAX_TEXT_LEN, has_control_chars, is_valid_kind
+from .clock import from_us, to_us
+from .model import MAX_ID_LEN, MAX_TEXT_LEN, Node, Tier, has_control_chars, is_valid_kind
 
 #: Columns of :meth:`GraphStore.bulk_insert` node batches (times in µs, props as JSON text).
 NODE_COLUMNS = (
@@ -222,3 +223,76 @@ def read_columns(data: bytes, namespace: str | None) -> tuple[Columns, Columns, 
         "reinforced_us": us(edges["reinforced_at"]), "props": pa.array(["{}"] * m, pa.string()),
     }  # fmt: skip
     return node_cols, edge_cols, audits
+
+
+# -- stored rows: how both backends keep a Node (times in µs, props as JSON text) ----------------
+#: Stored node properties in the order Kùzu returns them (``Memory`` columns but ``uid``).
+NODE_PROPERTIES = (
+    "id", "ns", "kind", "text", "props", "created_us", "updated_us", "last_read_us", "pinned",
+    "tier", "review_reason", "queued_us", "base_key", "key", "degree",
+)  # fmt: skip
+
+
+def opt_us(value: datetime | None) -> int | None:
+    return None if value is None else to_us(value)
+
+
+def opt_dt(value: int | None) -> datetime | None:
+    return None if value is None else from_us(int(value))
+
+
+def node_row(n: Node) -> dict[str, Any]:
+    """A node as stored properties (``NODE_PROPERTIES``)."""
+    return {
+        "id": n.id,
+        "ns": n.namespace,
+        "kind": n.kind,
+        "text": n.text,
+        "props": json.dumps(n.props, sort_keys=True),
+        "created_us": to_us(n.created_at),
+        "updated_us": to_us(n.updated_at),
+        "last_read_us": opt_us(n.last_read_at),
+        "pinned": n.pinned,
+        "tier": int(n.tier),
+        "review_reason": n.review_reason,
+        "queued_us": opt_us(n.queued_at),
+        "base_key": float(n.base_key),
+        "key": float(n.key),
+        "degree": int(n.degree),
+    }
+
+
+def node_from_row(r: Mapping[str, Any]) -> Node:
+    """Inverse of :func:`node_row`."""
+    return Node(
+        id=r["id"],
+        namespace=r["ns"],
+        kind=r["kind"],
+        text=r["text"],
+        props=json.loads(r["props"]) if r["props"] else {},
+        created_at=from_us(r["created_us"]),
+        updated_at=from_us(r["updated_us"]),
+        last_read_at=opt_dt(r["last_read_us"]),
+        pinned=bool(r["pinned"]),
+        tier=Tier(int(r["tier"])),
+        review_reason=r["review_reason"],
+        queued_at=opt_dt(r["queued_us"]),
+        base_key=float(r["base_key"] or 0.0),
+        key=float(r["key"] or 0.0),
+        degree=int(r["degree"] or 0),
+    )
+
+
+def field_value(field: str, value: Any) -> tuple[str, Any]:
+    """Map a model field of a partial update to its stored property and value."""
+    if field in ("updated_at", "last_read_at", "queued_at"):
+        return field[: -len("_at")] + "_us", opt_us(value)
+    if field == "props":
+        return "props", json.dumps(value, sort_keys=True)
+    if field == "tier":
+        return "tier", int(value)
+    if field in ("base_key", "key"):
+        return field, float(value)
+    if field == "degree":
+        return field, int(value)
+    return field, value
