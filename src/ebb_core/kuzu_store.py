@@ -423,6 +423,7 @@ class KuzuStore(GraphStore):
                 rows = self._q(
                     f"CREATE (n:Memory {{{props}}}) RETURN offset(id(n))", _node_params(n)
                 )
+                self._fetched_links[uid(n.namespace, n.id)] = ""  # created with no links
                 if self._cache.ready:
                     self._cache.put(int(rows[0][0]), n)
 
@@ -525,6 +526,7 @@ class KuzuStore(GraphStore):
         with self.transaction():
             for i in ids:
                 self._cache.drop(uid(namespace, i))
+                self._fetched_links.pop(uid(namespace, i), None)
                 self._q("MATCH (n:Memory {uid: $uid}) DETACH DELETE n", {"uid": uid(namespace, i)})
 
     def bulk_insert(
@@ -622,11 +624,13 @@ class KuzuStore(GraphStore):
             for me, other, out in ((e.src, e.dst, 1), (e.dst, e.src, 0)):
                 k = (e.namespace, me)
                 if k not in lists:
-                    rows = self._q(
-                        "MATCH (n:Memory {uid: $u}) RETURN n.recent_links", {"u": uid(*k)}
-                    )
+                    u = uid(*k)
+                    if u in self._fetched_links:  # read moments ago with the node itself
+                        raw = self._fetched_links[u]
+                    else:
+                        rows = self._q("MATCH (n:Memory {uid: $u}) RETURN n.recent_links", {"u": u})
+                        raw = rows[0][0] if rows else None
                     # an unset list stays unset: it is built from all edges on first use
-                    raw = rows[0][0] if rows else None
                     lists[k] = None if raw is None else _decode_links(raw)
                 current = lists[k]
                 if current is not None:
@@ -634,13 +638,14 @@ class KuzuStore(GraphStore):
                         current, [other, e.kind, out, e.weight, to_us(e.reinforced_at)]
                     )
         for (ns, me), links in lists.items():
-            self._fetched_links.pop(uid(ns, me), None)
             if links is None:
                 continue
+            encoded = _encode_links(links)
             self._q(
                 "MATCH (n:Memory {uid: $u}) SET n.recent_links = $l",
-                {"u": uid(ns, me), "l": _encode_links(links)},
+                {"u": uid(ns, me), "l": encoded},
             )
+            self._fetched_links[uid(ns, me)] = encoded
 
     def get_edge(self, namespace: str, src: str, dst: str, kind: str) -> Edge | None:
         rows = self._q(
@@ -700,10 +705,9 @@ class KuzuStore(GraphStore):
                 )
             ]
         links = sorted(links, key=lambda x: -x[4])[:RECENT_LINKS]
-        self._q(
-            "MATCH (n:Memory {uid: $u}) SET n.recent_links = $l",
-            {"u": u, "l": _encode_links(links)},
-        )
+        encoded = _encode_links(links)
+        self._q("MATCH (n:Memory {uid: $u}) SET n.recent_links = $l", {"u": u, "l": encoded})
+        self._fetched_links[u] = encoded
         return links
 
     def incident(self, namespace: str, ids: Sequence[str]) -> list[Incident]:
