@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _kuzu
+from ._cypher import TIER_MOVES
 from .clock import from_us, to_us
 from .errors import BackendUnavailable, InvalidInput, StoreLocked
 from .model import AuditEntry, Edge, Node, Tier
@@ -982,11 +983,7 @@ class KuzuStore(GraphStore):
         cold_ratio: float,
     ) -> list[TierMove]:
         rows = self._q(
-            "MATCH (n:Memory) WHERE n.ns = $ns AND n.tier < 4 "
-            "WITH n, CASE WHEN $mx <= 0.0 THEN 1.0 ELSE n.key / $mx END AS r "
-            "WITH n, r, CASE WHEN n.pinned OR r >= $hot THEN 1 WHEN r >= $warm THEN 2 "
-            "WHEN r >= $cold THEN 3 ELSE 4 END AS t "
-            "WHERE t <> n.tier RETURN n.id, n.tier, t, r ORDER BY n.id",
+            TIER_MOVES,
             {
                 "ns": namespace,
                 "mx": float(reference),

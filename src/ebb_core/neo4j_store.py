@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, NoReturn, TypeVar
 
+from ._cypher import TIER_MOVES
 from .clock import from_us, to_us
 from .errors import BackendUnavailable, EbbError, InvalidInput
 from .model import AuditEntry, Edge, Node, Tier
@@ -1072,11 +1073,7 @@ class Neo4jStore(GraphStore):
         cold_ratio: float,
     ) -> list[TierMove]:
         rows = self._read(
-            "MATCH (n:Memory) WHERE n.ns = $ns AND n.tier < 4 "
-            "WITH n, CASE WHEN $mx <= 0.0 THEN 1.0 ELSE n.key / $mx END AS r "
-            "WITH n, r, CASE WHEN n.pinned OR r >= $hot THEN 1 WHEN r >= $warm THEN 2 "
-            "WHEN r >= $cold THEN 3 ELSE 4 END AS t "
-            "WHERE t <> n.tier RETURN n.id AS id, n.tier AS tier, t, r ORDER BY n.id",
+            TIER_MOVES,
             {
                 "ns": namespace,
                 "mx": float(reference),
