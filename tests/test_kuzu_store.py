@@ -110,3 +110,80 @@ def test_changed_half_life_recomputes_keys(tmp_path: Path) -> None:
         assert b.activation("note:old") == pytest.approx(0.5)
     with Brain(KuzuStore(db), clock=clock, config=Config(half_life_days=15)) as b:
         assert b.activation("note:old") == pytest.approx(0.25)
+
+
+def _assert_copies_match_table(store: KuzuStore) -> None:
+    """Every in-process copy (row cache, recall columns, metadata) equals what is stored."""
+    from ebb_core.kuzu_store import _ROW_KEYS, _node_ret
+
+    for u, row in store._rows_cache.rows.items():
+        got = store._q(
+            f"MATCH (n:Memory {{uid: $u}}) RETURN {_node_ret('n')}, n.recent_links", {"u": u}
+        )
+        assert got, f"cached row {u!r} is not in the table"
+        stored = dict(zip(_ROW_KEYS, got[0], strict=True))
+        for col in _ROW_KEYS:
+            if isinstance(stored[col], float):
+                assert row[col] == pytest.approx(stored[col], rel=1e-9, abs=1e-12), (u, col)
+            else:
+                assert row[col] == stored[col], (u, col)
+    cache = store._cache
+    if cache.ready:
+        rows = store._q(
+            "MATCH (n:Memory) RETURN offset(id(n)), n.uid, n.kind, n.tier, n.key, n.pinned"
+        )
+        assert {r[1] for r in rows} == set(cache.offset)
+        for off, u, kind, tier, key, pinned in rows:
+            assert cache.uid[off] == u and cache.kind[off] == kind
+            assert (int(cache.tier[off]), bool(cache.pinned[off])) == (tier, pinned), u
+            assert cache.key[off] == pytest.approx(key, rel=1e-9, abs=1e-12), u
+    for k, v in store._meta.items():
+        got = store._q("MATCH (m:Meta {key: $k}) RETURN m.value", {"k": k})
+        assert (got[0][0] if got else None) == v, k
+
+
+def test_in_process_copies_follow_every_write(tmp_path: Path) -> None:
+    from datetime import datetime, timezone
+
+    from ebb_core import FixedClock
+
+    clock = FixedClock(datetime(2026, 1, 1, tzinfo=timezone.utc))
+    store = KuzuStore(tmp_path / "copies.kuzu")
+    brain = Brain(store, namespace="c", clock=clock)
+    other = brain.scoped("other")
+    check = lambda: _assert_copies_match_table(store)  # noqa: E731
+
+    a = brain.remember("alpha pricing decision", kind="decision", id="decision:a")
+    b = brain.remember("beta pricing call", links=[a.id])
+    c = brain.remember("gamma pricing memo", links=[a.id, b.id])
+    other.remember("alpha pricing elsewhere", id="decision:a")
+    check()
+    brain.recall("pricing", k=3)  # builds the recall columns, reinforces three rows
+    check()
+    clock.advance(days=3)
+    brain.connect(b.id, c.id, kind="follows")
+    brain.reinforce(a.id)
+    brain.reinforce(b.id, with_id=c.id)
+    check()
+    brain.remember("alpha pricing decision, revised", id="decision:a", links=[c.id])
+    brain.pin(b.id)
+    check()
+    brain.forget(c.id, "wrong")
+    brain.recall("pricing", k=5, include_archived=True)
+    check()
+    brain.restore(c.id)
+    brain.unpin(b.id)
+    clock.advance(days=200)
+    brain.maintain()
+    check()
+    for item in brain.review_queue():
+        brain.approve_deletion(item.id, approved_by="tester")
+    brain.recall("pricing", k=5, include_archived=True)
+    check()
+    with pytest.raises(InvalidInput):
+        with brain._tx():  # a failed transaction rolls back: the copies must not keep its writes
+            brain.remember("doomed pricing", id="note:doomed", links=[a.id])
+            raise InvalidInput("abort", field="test")
+    check()
+    assert "note:doomed" not in {n.id for n in brain.top(50, depth=4)}
+    brain.close()
