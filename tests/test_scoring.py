@@ -145,3 +145,18 @@ def test_activation_parts_add_up() -> None:
     assert parts.total == pytest.approx(key * sc.scale(now, epoch, H))
     assert parts.read == pytest.approx(sc.decay(20 * DAY, H))
     assert parts.edges == pytest.approx(2.0 * sc.decay(30 * DAY, H))
+
+
+@given(
+    rows=st.lists(st.tuples(st.floats(0, 2, allow_nan=False), st.booleans()), min_size=1),
+    cuts=st.lists(st.floats(0, 1), min_size=3, max_size=3),
+)
+def test_vectorised_tiers_match_tier_for(rows: list[tuple[float, bool]], cuts: list[float]) -> None:
+    import numpy as np
+
+    cold, warm, hot = sorted(cuts)
+    cfg = Config(hot_ratio=hot, warm_ratio=warm, cold_ratio=cold)
+    ratios = np.array([r for r, _ in rows])
+    pinned = np.array([p for _, p in rows])
+    got = sc.tiers_for(ratios, pinned, hot, warm, cold)
+    assert got.tolist() == [int(sc.tier_for(r, p, cfg)) for r, p in rows]

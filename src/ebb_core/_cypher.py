@@ -1,4 +1,4 @@
-"""Cypher text that both backends' dialects accept, kept once so the rules it encodes cannot drift.
+"""Cypher text that encodes a policy rule, kept once so the rule cannot drift between queries.
 
 Only backend modules import this; nothing above the ``GraphStore`` seam writes a query language.
 """
@@ -7,6 +7,8 @@ from __future__ import annotations
 
 #: Nodes whose tier differs from what ``key / $mx`` says (see ``GraphStore.tier_moves``):
 #: pinned belong in hot, frozen never leave frozen here, otherwise ``scoring.tier_for``'s cuts.
+#: (Kùzu runs the same rule in numpy, ``scoring.tiers_for``; the conformance suite holds the
+#: backends to the same moves.)
 #: Parameters: ``$ns, $mx, $hot, $warm, $cold``. Returns ``id, tier, t, r`` by id.
 TIER_MOVES = (
     "MATCH (n:Memory) WHERE n.ns = $ns AND n.tier < 4 "

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from . import _kuzu
-from ._cypher import TIER_MOVES
 from .clock import from_us, to_us
 from .errors import BackendUnavailable, InvalidInput, StoreLocked
 from .model import AuditEntry, Edge, Node, Tier
@@ -135,7 +134,12 @@ class _RecallCache:
         self.tier = np.zeros(0, np.int64)
         self.key = np.zeros(0, np.float64)
         self.pinned = np.zeros(0, np.bool_)
+        self.ns = np.zeros(0, np.int64)  # namespace codes (see ns_code); -1: no memory here
         self.offset: dict[str, int] = {}
+        self._ns_codes: dict[str, int] = {}
+
+    def ns_code(self, namespace: str) -> int:
+        return self._ns_codes.setdefault(namespace, len(self._ns_codes))
 
     def build(self, table: Any) -> None:
         import numpy as np
@@ -147,10 +151,14 @@ class _RecallCache:
         self.tier = np.full(size, 4, np.int64)
         self.key = np.zeros(size, np.float64)
         self.pinned = np.zeros(size, np.bool_)
+        self.ns = np.full(size, -1, np.int64)
         uids, kinds = table["u"].to_pylist(), table["k"].to_pylist()
+        codes = []
         for o, u, k in zip(offsets.tolist(), uids, kinds, strict=True):
             self.uid[o] = u
             self.kind[o] = k
+            codes.append(self.ns_code(u[: u.index(SEP)]))
+        self.ns[offsets] = codes
         self.tier[offsets] = table["t"].to_numpy()
         self.key[offsets] = table["y"].to_numpy()
         self.pinned[offsets] = table["p"].to_numpy(zero_copy_only=False)
@@ -167,18 +175,28 @@ class _RecallCache:
             self.tier = np.concatenate([self.tier, np.full(grow, 4, np.int64)])
             self.key = np.concatenate([self.key, np.zeros(grow)])
             self.pinned = np.concatenate([self.pinned, np.zeros(grow, np.bool_)])
+            self.ns = np.concatenate([self.ns, np.full(grow, -1, np.int64)])
         u = uid(node.namespace, node.id)
         self.uid[offset] = u
         self.kind[offset] = node.kind
         self.tier[offset] = int(node.tier)
         self.key[offset] = node.key
         self.pinned[offset] = node.pinned
+        self.ns[offset] = self.ns_code(node.namespace)
         self.offset[u] = offset
 
     def drop(self, u: str) -> None:
         o = self.offset.pop(u, None)
         if o is not None:
             self.uid[o] = None
+            self.ns[o] = -1
+
+    def live(self, namespace: str) -> Any:
+        """Offsets of the namespace's memories that are not pinned and not frozen."""
+        import numpy as np
+
+        mask = (self.ns == self.ns_code(namespace)) & ~self.pinned & (self.tier < int(Tier.FROZEN))
+        return np.flatnonzero(mask)
 
     def live_tier(self, u: str) -> int | None:
         o = self.offset.get(u)
@@ -1044,14 +1062,17 @@ class KuzuStore(GraphStore):
             )
 
     def reference_key(self, namespace: str, quantile: float) -> tuple[float, int]:
-        live = "n.ns = $ns AND NOT n.pinned AND n.tier < 4"
-        count = self._q(f"MATCH (n:Memory) WHERE {live} RETURN count(*)", {"ns": namespace})
-        rank = int(count[0][0] * (1.0 - quantile)) if count else 0
-        rows = self._q(
-            f"MATCH (n:Memory) WHERE {live} RETURN n.key ORDER BY n.key DESC SKIP $r LIMIT 1",
-            {"ns": namespace, "r": rank},
-        )
-        return (float(rows[0][0] or 0.0), rank) if rows else (0.0, 0)
+        # From the recall columns (kept equal to the table): ORDER BY key SKIP rank over the
+        # live memories is a sort of the whole namespace in Kùzu; here it is one partition.
+        import numpy as np
+
+        with self._lock:
+            self._ensure_cache()
+            keys = self._cache.key[self._cache.live(namespace)]
+            if not len(keys):
+                return 0.0, 0
+            rank = int(len(keys) * (1.0 - quantile))
+            return float(-np.partition(-keys, rank)[rank]), rank
 
     def tier_moves(
         self,
@@ -1061,17 +1082,31 @@ class KuzuStore(GraphStore):
         warm_ratio: float,
         cold_ratio: float,
     ) -> list[TierMove]:
-        rows = self._q(
-            TIER_MOVES,
-            {
-                "ns": namespace,
-                "mx": float(reference),
-                "hot": float(hot_ratio),
-                "warm": float(warm_ratio),
-                "cold": float(cold_ratio),
-            },
-        )
-        return [TierMove(r[0], Tier(int(r[1])), Tier(int(r[2])), float(r[3])) for r in rows]
+        # The rule of _cypher.TIER_MOVES, vectorised over the recall columns.
+        import numpy as np
+
+        from . import scoring
+
+        with self._lock:
+            self._ensure_cache()
+            c = self._cache
+            at = np.flatnonzero((c.ns == c.ns_code(namespace)) & (c.tier < int(Tier.FROZEN)))
+            keys = c.key[at]
+            ratios = keys / reference if reference > 0 else np.ones(len(at))
+            target = scoring.tiers_for(ratios, c.pinned[at], hot_ratio, warm_ratio, cold_ratio)
+            moved = np.flatnonzero(target != c.tier[at])
+            prefix = len(namespace) + 1
+            moves = [
+                TierMove(
+                    c.uid[at[m]][prefix:],
+                    Tier(int(c.tier[at[m]])),
+                    Tier(int(target[m])),
+                    float(ratios[m]),
+                )
+                for m in moved.tolist()
+            ]
+            moves.sort(key=lambda mv: mv.node_id)
+            return moves
 
     # -- audit log -----------------------------------------------------------------------------
     def append_audit(self, entries: Sequence[AuditEntry]) -> None:

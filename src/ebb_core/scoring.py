@@ -263,6 +263,17 @@ def tier_for(ratio: float, pinned: bool, cfg: Config) -> Tier:
     return Tier.FROZEN
 
 
+def tiers_for(ratios: Any, pinned: Any, hot: float, warm: float, cold: float) -> Any:
+    """:func:`tier_for` over numpy arrays (tier numbers, int64), for whole-graph passes."""
+    import numpy as np
+
+    return np.where(
+        pinned | (ratios >= hot),
+        int(Tier.HOT),
+        np.where(ratios >= warm, int(Tier.WARM), np.where(ratios >= cold, int(Tier.COLD), 4)),
+    ).astype(np.int64)
+
+
 def ratio(key: float, reference: float) -> float:
     """``key / reference`` clamped to [0, 1]; no reference yet (0) gives 1: nothing archives."""
     if reference <= 0:
