@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ebb_core import Brain, InvalidInput, StoreLocked
+from ebb_core import Brain, InvalidInput, StoreLocked, Tier
 from ebb_core.kuzu_store import KuzuStore
 
 HOLD = textwrap.dedent(
@@ -173,17 +173,24 @@ def test_in_process_copies_follow_every_write(tmp_path: Path) -> None:
     check()
     brain.restore(c.id)
     brain.unpin(b.id)
+    many = [brain.remember(f"bulk pricing note {i}", links=[a.id]).id for i in range(60)]
+    brain.recall("bulk pricing note", k=40)  # rows cached, then moved in one batch below
     clock.advance(days=200)
-    brain.maintain()
+    report = brain.maintain()
+    assert sum(report.moved.values()) > 32  # the batched update path, not single statements
+    check()
+    assert len(brain.audit_log(limit=1000, action="freeze")) == len(report.newly_queued)
+    store.get_nodes("c", many)  # cached rows, then changed in one batch through the store
+    store.update_nodes("c", {i: {"tier": Tier.WARM, "review_reason": "batch"} for i in many})
     check()
     for item in brain.review_queue():
         brain.approve_deletion(item.id, approved_by="tester")
     brain.recall("pricing", k=5, include_archived=True)
     check()
-    with pytest.raises(InvalidInput):
-        with brain._tx():  # a failed transaction rolls back: the copies must not keep its writes
-            brain.remember("doomed pricing", id="note:doomed", links=[a.id])
-            raise InvalidInput("abort", field="test")
+    # a failed transaction rolls back: the copies must not keep its writes
+    with pytest.raises(InvalidInput), brain._tx():
+        brain.remember("doomed pricing", id="note:doomed", links=[a.id])
+        raise InvalidInput("abort", field="test")
     check()
     assert "note:doomed" not in {n.id for n in brain.top(50, depth=4)}
     brain.close()

@@ -243,9 +243,13 @@ class Brain:
         seq = self._s.store.last_audit_seq(self._ns)
         now = self._s.clock.now()
         out = []
+        many = len(entries) > 100  # maintain's bulk moves: built by this class, already valid
         for e in entries:
             seq += 1
-            out.append(AuditEntry(seq=seq, namespace=self._ns, at=now, **e))
+            if many:
+                out.append(AuditEntry.model_construct(seq=seq, namespace=self._ns, at=now, **e))
+            else:
+                out.append(AuditEntry(seq=seq, namespace=self._ns, at=now, **e))
         self._s.store.append_audit(out)
         return out
 
@@ -1033,6 +1037,7 @@ class Brain:
             audits: list[dict[str, Any]] = []
             moved: dict[str, int] = {}
             queued = []
+            labels = {t: t.label for t in Tier}
             for m in moves:
                 fields: dict[str, Any] = {"tier": m.to_tier}
                 reason = f"activation ratio {m.ratio:.4f}"
@@ -1044,7 +1049,7 @@ class Brain:
                     fields["queued_at"] = now
                     queued.append(m.node_id)
                 changes[m.node_id] = fields
-                key = f"{m.from_tier.label}->{m.to_tier.label}"
+                key = f"{labels[m.from_tier]}->{labels[m.to_tier]}"
                 moved[key] = moved.get(key, 0) + 1
                 action = "demote" if m.to_tier > m.from_tier else "promote"
                 if m.to_tier == Tier.FROZEN:

@@ -507,7 +507,53 @@ class KuzuStore(GraphStore):
                     self._cache.put(int(rows[0][0]), n)
 
     def update_nodes(self, namespace: str, changes: Mapping[str, Mapping[str, Any]]) -> None:
-        self.adjust(namespace, {i: Adjustment(fields=f) for i, f in changes.items()})
+        if len(changes) <= _SMALL:
+            self.adjust(namespace, {i: Adjustment(fields=f) for i, f in changes.items()})
+            return
+        # Many rows (maintain moving tens of thousands between tiers): grouped by which fields
+        # change, one LOAD FROM per group, and the in-process copies updated column-wise.
+        import numpy as np
+
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for node_id, fields in changes.items():
+            groups.setdefault(tuple(sorted(fields)), []).append(node_id)
+        bad = set().union(*groups) - UPDATABLE_FIELDS
+        if bad:
+            raise InvalidInput(f"cannot update node fields {sorted(bad)}", field="fields")
+        tables = []
+        for names, ids in groups.items():
+            uids = [uid(namespace, i) for i in ids]
+            table: dict[str, list[Any]] = {"u": uids}
+            for f in names:
+                col = _COLUMN.get(f, f)
+                table[col] = [_field_value(f, changes[i][f])[1] for i in ids]
+            tables.append(table)
+            cache = self._cache
+            if cache.ready:
+                at = [cache.offset.get(u, -1) for u in uids]
+                found = np.array([o >= 0 for o in at], np.bool_)
+                offs = np.array(at, np.int64)[found]
+                for f in ("tier", "pinned", "key"):
+                    if f in names:
+                        getattr(cache, f)[offs] = np.array(table[f])[found]
+                if "kind" in names:
+                    for o, v in zip(at, table["kind"], strict=True):
+                        if o >= 0:
+                            cache.kind[o] = v
+            for k, u in enumerate(uids):
+                row = self._rows_cache.rows.get(u)
+                if row is not None:
+                    for name, values in table.items():
+                        if name != "u":
+                            row[name] = values[k]
+        with self.transaction():
+            for table in tables:
+                cols = [c for c in table if c != "u"]
+                self._load(
+                    "MATCH (n:Memory {uid: u}) SET " + ", ".join(f"n.{c} = {c}" for c in cols),
+                    table,
+                    {"u": "uid", **{c: c for c in cols}},
+                )
 
     def adjust(self, namespace: str, changes: Mapping[str, Adjustment]) -> None:
         # Rows are grouped by the shape of their update; small groups run as single
@@ -590,9 +636,7 @@ class KuzuStore(GraphStore):
                     {"u": "uid", "d": "key"},
                 )
 
-    def _adjust_rows(
-        self, namespace: str, changes: Mapping[str, Adjustment], pushed: bool
-    ) -> None:
+    def _adjust_rows(self, namespace: str, changes: Mapping[str, Adjustment], pushed: bool) -> None:
         """Apply ``changes`` to the cached rows as :meth:`adjust` applies them to the table."""
         if pushed:
             self._rows_cache.clear()  # neighbours' keys change too: read them again
@@ -624,8 +668,13 @@ class KuzuStore(GraphStore):
         with self.transaction():
             for i in ids:
                 self._cache.drop(uid(namespace, i))
-                self._rows_cache.drop(uid(namespace, i))
+                # the neighbours' recent-link lists name it: unset them, to be rebuilt
+                self._q(
+                    "MATCH (n:Memory {uid: $uid})-[:Link]-(m:Memory) SET m.recent_links = NULL",
+                    {"uid": uid(namespace, i)},
+                )
                 self._q("MATCH (n:Memory {uid: $uid}) DETACH DELETE n", {"uid": uid(namespace, i)})
+            self._rows_cache.clear()
 
     def bulk_insert(
         self, nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]
@@ -990,7 +1039,8 @@ class KuzuStore(GraphStore):
         with self.transaction():
             nodes = self._arrow(
                 "MATCH (n:Memory) WHERE n.ns = $ns RETURN offset(id(n)) AS o, n.uid AS u, "
-                "n.last_read_us AS r, n.id AS i, n.tier AS tr",
+                "n.last_read_us AS r, n.id AS i, n.base_key AS b0, n.key AS k0, "
+                "n.degree AS d0, n.recent_links IS NULL AS nl",
                 {"ns": namespace},
             )
             if nodes.num_rows == 0:
@@ -1025,22 +1075,53 @@ class KuzuStore(GraphStore):
             key = base + spread * (
                 np.bincount(src, share[dst], size) + np.bincount(dst, share[src], size)
             )
-            recent = _recent_link_lists(nodes, edges, offsets)
-            self._conn.execute(
-                "LOAD FROM $rows MATCH (n:Memory {uid: u}) SET n.base_key = b, n.key = k, "
-                "n.degree = d, n.recent_links = l",
-                {
-                    "rows": pa.table(
-                        {
-                            "u": nodes["u"],
-                            "b": pa.array(base[offsets], pa.float64()),
-                            "k": pa.array(key[offsets], pa.float64()),
-                            "d": pa.array(degree[offsets], pa.int64()),
-                            "l": recent,
-                        }
-                    )
-                },
+            # Only rows whose stored values differ are written: between maintains most keys
+            # are exact already (every event keeps its own nodes exact), and writing 100k
+            # rows back costs Kùzu seconds. Float noise from incremental sums is not a change.
+            b_new, k_new, d_new = base[offsets], key[offsets], degree[offsets]
+            b_old = nodes["b0"].fill_null(np.nan).to_numpy()
+            k_old = nodes["k0"].fill_null(np.nan).to_numpy()
+            d_old = nodes["d0"].fill_null(-1).to_numpy()
+            stale = (
+                ~np.isclose(b_new, b_old, rtol=1e-12, atol=1e-300)
+                | ~np.isclose(k_new, k_old, rtol=1e-12, atol=1e-300)
+                | (d_new != d_old)
             )
+            rows = np.flatnonzero(stale)
+            if len(rows):
+                take = pa.array(rows)
+                self._conn.execute(
+                    "LOAD FROM $rows MATCH (n:Memory {uid: u}) SET n.base_key = b, n.key = k, "
+                    "n.degree = d",
+                    {
+                        "rows": pa.table(
+                            {
+                                "u": nodes["u"].take(take),
+                                "b": pa.array(b_new[rows], pa.float64()),
+                                "k": pa.array(k_new[rows], pa.float64()),
+                                "d": pa.array(d_new[rows], pa.int64()),
+                            }
+                        )
+                    },
+                )
+            # Recent-link lists are kept current by every write; only unset ones (after a bulk
+            # load, or around a deleted memory) are built here, from their memories' edges.
+            unset = nodes["nl"].to_numpy(zero_copy_only=False)
+            if unset.any():
+                flag = np.zeros(size, np.bool_)
+                flag[offsets[unset]] = True
+                near = flag[src] | flag[dst]
+                part = edges.filter(pa.array(near)) if edges.num_rows else edges
+                recent = _recent_link_lists(nodes, part, offsets)
+                rows = np.flatnonzero(unset)
+                self._conn.execute(
+                    "LOAD FROM $rows MATCH (n:Memory {uid: u}) SET n.recent_links = l",
+                    {
+                        "rows": pa.table(
+                            {"u": nodes["u"].take(pa.array(rows)), "l": recent.take(pa.array(rows))}
+                        )
+                    },
+                )
         if self._cache.ready and len(self._cache.key) >= size:
             self._cache.key[offsets] = key[offsets]
         else:
@@ -1097,13 +1178,14 @@ class KuzuStore(GraphStore):
             moved = np.flatnonzero(target != c.tier[at])
             prefix = len(namespace) + 1
             moves = [
-                TierMove(
-                    c.uid[at[m]][prefix:],
-                    Tier(int(c.tier[at[m]])),
-                    Tier(int(target[m])),
-                    float(ratios[m]),
+                TierMove(c.uid[o][prefix:], _TIERS[f], _TIERS[t], r)
+                for o, f, t, r in zip(
+                    at[moved].tolist(),
+                    c.tier[at[moved]].tolist(),
+                    target[moved].tolist(),
+                    ratios[moved].tolist(),
+                    strict=True,
                 )
-                for m in moved.tolist()
             ]
             moves.sort(key=lambda mv: mv.node_id)
             return moves
@@ -1114,23 +1196,31 @@ class KuzuStore(GraphStore):
             return
         import pyarrow as pa
 
+        names = ["uid", "ns", "seq", "at_us", "action", "node_id", "from_tier", "to_tier"]
+        names += ["actor", "reason", "payload"]
+        text, number = pa.string(), pa.int64()
+        types = [text, text, number, number, text, text, number, number, text, text, text]
+        columns = zip(
+            *(
+                (
+                    uid(a.namespace, f"{a.seq:012d}"),
+                    a.namespace,
+                    a.seq,
+                    to_us(a.at),
+                    a.action,
+                    a.node_id,
+                    _opt_int(a.from_tier),
+                    _opt_int(a.to_tier),
+                    a.actor,
+                    a.reason,
+                    None if a.payload is None else json.dumps(a.payload),
+                )
+                for a in entries
+            ),
+            strict=True,
+        )
         table = pa.table(
-            {
-                "uid": pa.array([uid(a.namespace, f"{a.seq:012d}") for a in entries], pa.string()),
-                "ns": pa.array([a.namespace for a in entries], pa.string()),
-                "seq": pa.array([a.seq for a in entries], pa.int64()),
-                "at_us": pa.array([to_us(a.at) for a in entries], pa.int64()),
-                "action": pa.array([a.action for a in entries], pa.string()),
-                "node_id": pa.array([a.node_id for a in entries], pa.string()),
-                "from_tier": pa.array([_opt_int(a.from_tier) for a in entries], pa.int64()),
-                "to_tier": pa.array([_opt_int(a.to_tier) for a in entries], pa.int64()),
-                "actor": pa.array([a.actor for a in entries], pa.string()),
-                "reason": pa.array([a.reason for a in entries], pa.string()),
-                "payload": pa.array(
-                    [None if a.payload is None else json.dumps(a.payload) for a in entries],
-                    pa.string(),
-                ),
-            }
+            {n: pa.array(col, t) for n, t, col in zip(names, types, columns, strict=True)}
         )
         with self.transaction():
             if len(entries) <= _SMALL:
@@ -1198,6 +1288,7 @@ class KuzuStore(GraphStore):
 
 
 _ROW_KEYS = (*NODE_PROPERTIES, "recent_links")
+_TIERS = {int(t): t for t in Tier}
 _SMALL = 32  # up to this many rows, single statements beat one LOAD FROM (~5-20 ms fixed)
 
 
