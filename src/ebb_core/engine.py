@@ -243,13 +243,9 @@ class Brain:
         seq = self._s.store.last_audit_seq(self._ns)
         now = self._s.clock.now()
         out = []
-        many = len(entries) > 100  # maintain's bulk moves: built by this class, already valid
         for e in entries:
             seq += 1
-            if many:
-                out.append(AuditEntry.model_construct(seq=seq, namespace=self._ns, at=now, **e))
-            else:
-                out.append(AuditEntry(seq=seq, namespace=self._ns, at=now, **e))
+            out.append(AuditEntry(seq=seq, namespace=self._ns, at=now, **e))
         self._s.store.append_audit(out)
         return out
 
@@ -1034,13 +1030,19 @@ class Brain:
             )
             now = from_us(now_us)
             changes: dict[str, dict[str, Any]] = {}
-            audits: list[dict[str, Any]] = []
             moved: dict[str, int] = {}
             queued = []
             labels = {t: t.label for t in Tier}
-            for m in moves:
+            audit: dict[str, list[Any]] = {
+                "action": [],
+                "node_id": [],
+                "from_tier": [],
+                "to_tier": [],
+                "actor": [],
+                "reason": [],
+            }
+            for m in moves:  # columns, not objects: a first maintain can move 100k memories
                 fields: dict[str, Any] = {"tier": m.to_tier}
-                reason = f"activation ratio {m.ratio:.4f}"
                 if m.to_tier == Tier.FROZEN:
                     fields["review_reason"] = (
                         f"decayed: activation is {m.ratio:.2%} of the most active memory, "
@@ -1054,19 +1056,16 @@ class Brain:
                 action = "demote" if m.to_tier > m.from_tier else "promote"
                 if m.to_tier == Tier.FROZEN:
                     action = "freeze"
-                audits.append(
-                    {
-                        "action": action,
-                        "node_id": m.node_id,
-                        "from_tier": m.from_tier,
-                        "to_tier": m.to_tier,
-                        "actor": "maintain",
-                        "reason": reason,
-                    }
-                )
+                audit["action"].append(action)
+                audit["node_id"].append(m.node_id)
+                audit["from_tier"].append(m.from_tier)
+                audit["to_tier"].append(m.to_tier)
+                audit["reason"].append(f"activation ratio {m.ratio:.4f}")
+            audit["actor"] = ["maintain"] * len(moves)
             if changes:
                 self._s.store.update_nodes(self._ns, changes)
-                self._audit(audits)
+                first = self._s.store.last_audit_seq(self._ns) + 1
+                self._s.store.append_audit_columns(self._ns, first, now, audit)
             if queued:
                 self._refresh_reference()  # the frozen no longer count
             return MaintainReport(

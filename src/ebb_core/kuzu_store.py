@@ -9,6 +9,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -1194,36 +1195,47 @@ class KuzuStore(GraphStore):
     def append_audit(self, entries: Sequence[AuditEntry]) -> None:
         if not entries:
             return
+        columns: dict[str, list[Any]] = {name: [] for name in _AUDIT_COLUMNS}
+        for a in entries:
+            columns["uid"].append(uid(a.namespace, f"{a.seq:012d}"))
+            columns["ns"].append(a.namespace)
+            columns["seq"].append(a.seq)
+            columns["at_us"].append(to_us(a.at))
+            columns["action"].append(a.action)
+            columns["node_id"].append(a.node_id)
+            columns["from_tier"].append(_opt_int(a.from_tier))
+            columns["to_tier"].append(_opt_int(a.to_tier))
+            columns["actor"].append(a.actor)
+            columns["reason"].append(a.reason)
+            columns["payload"].append(None if a.payload is None else json.dumps(a.payload))
+        self._append_audit(columns)
+
+    def append_audit_columns(
+        self, namespace: str, first_seq: int, at: datetime, columns: Mapping[str, Sequence[Any]]
+    ) -> None:
+        size = len(columns["action"])
+        if not size:
+            return
+        seqs = range(first_seq, first_seq + size)
+        self._append_audit(
+            {
+                "uid": [uid(namespace, f"{q:012d}") for q in seqs],
+                "ns": [namespace] * size,
+                "seq": list(seqs),
+                "at_us": [to_us(at)] * size,
+                **{name: list(columns[name]) for name in ("action", "node_id", "actor", "reason")},
+                "from_tier": [_opt_int(t) for t in columns["from_tier"]],
+                "to_tier": [_opt_int(t) for t in columns["to_tier"]],
+                "payload": [None] * size,
+            }
+        )
+
+    def _append_audit(self, columns: Mapping[str, list[Any]]) -> None:
         import pyarrow as pa
 
-        names = ["uid", "ns", "seq", "at_us", "action", "node_id", "from_tier", "to_tier"]
-        names += ["actor", "reason", "payload"]
-        text, number = pa.string(), pa.int64()
-        types = [text, text, number, number, text, text, number, number, text, text, text]
-        columns = zip(
-            *(
-                (
-                    uid(a.namespace, f"{a.seq:012d}"),
-                    a.namespace,
-                    a.seq,
-                    to_us(a.at),
-                    a.action,
-                    a.node_id,
-                    _opt_int(a.from_tier),
-                    _opt_int(a.to_tier),
-                    a.actor,
-                    a.reason,
-                    None if a.payload is None else json.dumps(a.payload),
-                )
-                for a in entries
-            ),
-            strict=True,
-        )
-        table = pa.table(
-            {n: pa.array(col, t) for n, t, col in zip(names, types, columns, strict=True)}
-        )
+        table = pa.table({name: pa.array(columns[name], t) for name, t in _AUDIT_COLUMNS.items()})
         with self.transaction():
-            if len(entries) <= _SMALL:
+            if table.num_rows <= _SMALL:
                 for row in table.to_pylist():
                     self._q(
                         "CREATE (:Audit {uid: $uid, ns: $ns, seq: $seq, at_us: $at_us, "
@@ -1235,8 +1247,8 @@ class KuzuStore(GraphStore):
                 self._conn.execute("COPY Audit FROM $t", {"t": table})
             # keep each namespace's last seq at hand: max() over the log is a scan
             last: dict[str, int] = {}
-            for a in entries:
-                last[a.namespace] = max(last.get(a.namespace, 0), a.seq)
+            for ns, seq in zip(columns["ns"], columns["seq"], strict=True):
+                last[ns] = max(last.get(ns, 0), seq)
             for ns, seq in last.items():
                 if seq > self.last_audit_seq(ns):
                     self.set_meta(f"audit_seq:{ns}", str(seq))
@@ -1289,6 +1301,28 @@ class KuzuStore(GraphStore):
 
 _ROW_KEYS = (*NODE_PROPERTIES, "recent_links")
 _TIERS = {int(t): t for t in Tier}
+
+
+def _audit_columns() -> dict[str, Any]:
+    import pyarrow as pa
+
+    text, number = pa.string(), pa.int64()
+    return {
+        "uid": text,
+        "ns": text,
+        "seq": number,
+        "at_us": number,
+        "action": text,
+        "node_id": text,
+        "from_tier": number,
+        "to_tier": number,
+        "actor": text,
+        "reason": text,
+        "payload": text,
+    }
+
+
+_AUDIT_COLUMNS = _audit_columns()
 _SMALL = 32  # up to this many rows, single statements beat one LOAD FROM (~5-20 ms fixed)
 
 

@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from .model import AuditEntry, Edge, Node, Tier
@@ -314,6 +315,28 @@ class GraphStore(ABC):
     @abstractmethod
     def append_audit(self, entries: Sequence[AuditEntry]) -> None:
         """Record audit entries (their ``seq`` is assigned by the Brain)."""
+
+    def append_audit_columns(
+        self, namespace: str, first_seq: int, at: datetime, columns: Mapping[str, Sequence[Any]]
+    ) -> None:
+        """Record many entries at once, as columns (``action``, ``node_id``, ``from_tier``,
+        ``to_tier``, ``actor``, ``reason``), numbered from ``first_seq``, all at ``at``.
+
+        ``maintain`` moving tens of thousands of memories writes its entries this way; a
+        backend may load them without building one model object per entry.
+        """
+        size = len(columns["action"])
+        self.append_audit(
+            [
+                AuditEntry(
+                    seq=first_seq + k,
+                    namespace=namespace,
+                    at=at,
+                    **{name: values[k] for name, values in columns.items()},
+                )
+                for k in range(size)
+            ]
+        )
 
     @abstractmethod
     def audit_log(
