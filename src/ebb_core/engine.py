@@ -249,7 +249,7 @@ class Brain:
         self._s.store.append_audit(out)
         return out
 
-    def _adjust(
+    def _plan(
         self,
         nodes: Mapping[str, Node],
         *,
@@ -259,8 +259,8 @@ class Brain:
         removed: Sequence[Edge] = (),
         gone: Collection[str] = (),
         fields: Mapping[str, Mapping[str, Any]] | None = None,
-    ) -> dict[str, float]:
-        """Apply one event's change to the stored scores incrementally, without rescoring.
+    ) -> dict[str, Adjustment]:
+        """One event's change to the stored scores, computed incrementally, without rescoring.
 
         ``nodes`` holds the state before the event of every node whose base changes. The event:
         read clocks set to new times (``read``), edges created (``new_edges``), edges whose
@@ -275,7 +275,7 @@ class Brain:
         per touched node, more than recall can afford at scale. Without them a touched node's own
         base, degree and key are exact at once and its neighbours' spreading share of the change
         arrives at the next ``maintain``.
-        Returns each node's new key as far as this event alone determines it.
+        Returns the change per node, for the store to apply (see :meth:`_adjust`).
         """
         cfg, epoch, h = self._s.config, self._s.epoch_us, self._s.config.half_life_us
 
@@ -331,8 +331,40 @@ class Brain:
                 push_delta=push,
                 fields=extra,
             )
+        return changes
+
+    def _adjust(
+        self,
+        nodes: Mapping[str, Node],
+        *,
+        read: Mapping[str, int] | None = None,
+        new_edges: Sequence[Edge] = (),
+        changed: Sequence[tuple[Edge, Edge]] = (),
+        removed: Sequence[Edge] = (),
+        gone: Collection[str] = (),
+        fields: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> dict[str, float]:
+        """Plan one event's score changes (:meth:`_plan`) and apply them to the store.
+
+        Returns each node's new key as far as this event alone determines it.
+        """
+        changes = self._plan(
+            nodes,
+            read=read,
+            new_edges=new_edges,
+            changed=changed,
+            removed=removed,
+            gone=gone,
+            fields=fields,
+        )
         self._s.store.adjust(self._ns, changes)
-        keys = {x: nodes[x].key + dk[x] for x in changes}
+        return self._new_keys(nodes, changes)
+
+    def _new_keys(
+        self, nodes: Mapping[str, Node], changes: Mapping[str, Adjustment]
+    ) -> dict[str, float]:
+        """Each changed node's new key; a new maximum moves a max-based tier reference."""
+        keys = {x: nodes[x].key + changes[x].key_delta for x in changes}
         self._bump_reference(
             keys[x]
             for x in changes
@@ -433,9 +465,7 @@ class Brain:
                 key=existing.key if existing else 0.0,
                 degree=existing.degree if existing else 0,
             )
-            if existing is None:
-                self._s.store.insert_nodes([node])
-            else:
+            if existing is not None:
                 self._s.store.upsert_nodes([node])
             new_edges, changed = [], []
             for link in link_ids:
@@ -453,12 +483,21 @@ class Brain:
                     new_edges.append(edge)
                 else:
                     changed.append((old, edge.model_copy(update={"created_at": old.created_at})))
-            keys = self._adjust(
-                {id: node, **linked},
-                read={id: to_us(when)},
-                new_edges=new_edges,
-                changed=changed,
+            before = {id: node, **linked}
+            changes = self._plan(
+                before, read={id: to_us(when)}, new_edges=new_edges, changed=changed
             )
+            keys = self._new_keys(before, changes)
+            if existing is None:
+                # A new memory is created with its scores already final, together with its
+                # links and its neighbours' changes (one round on stores that can fold them).
+                node = _applied(node, changes.pop(id))
+                self._s.store.write_event(
+                    self._ns, new_nodes=[node], changes=changes, new_edges=new_edges
+                )
+                self._promote({id: before[id]}, keys)
+                return node
+            self._s.store.adjust(self._ns, changes)
             self._s.store.insert_edges(new_edges)
             self._s.store.upsert_edges([new for _, new in changed])
             if existing is not None and existing.tier != Tier.HOT:
@@ -532,8 +571,9 @@ class Brain:
                 props=clean_props if props is not None else (old.props if old else {}),
             )
             if old is None:
-                keys = self._adjust(nodes, new_edges=[edge])
-                self._s.store.insert_edges([edge])
+                changes = self._plan(nodes, new_edges=[edge])
+                keys = self._new_keys(nodes, changes)
+                self._s.store.write_event(self._ns, changes=changes, new_edges=[edge])
             else:
                 keys = self._adjust(nodes, changed=[(old, edge)])
                 self._s.store.upsert_edges([edge])
@@ -1216,6 +1256,17 @@ class Brain:
         return {"nodes": n_nodes, "edges": n_edges, "audit": len(audits)}
 
     import_jsonl = import_
+
+
+def _applied(node: Node, adj: Adjustment) -> Node:
+    """``node`` with ``adj`` applied, as the store would apply it to a stored node."""
+    update: dict[str, Any] = {
+        "base_key": node.base_key + adj.base_delta,
+        "degree": node.degree + adj.degree_delta,
+        "key": node.key + adj.key_delta,
+        **adj.fields,
+    }
+    return node.model_copy(update=update)
 
 
 def _pylist(column: Any) -> list[Any]:

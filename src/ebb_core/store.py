@@ -173,6 +173,28 @@ class GraphStore(ABC):
         creating new edges and after deleting nodes.
         """
 
+    def write_event(
+        self,
+        namespace: str,
+        *,
+        new_nodes: Sequence[Node] = (),
+        changes: Mapping[str, Adjustment] | None = None,
+        new_edges: Sequence[Edge] = (),
+    ) -> None:
+        """One event's writes, atomically: create ``new_nodes`` (their scores already final),
+        apply ``changes`` to existing nodes (as :meth:`adjust`, before the new edges exist),
+        then create ``new_edges`` (known not to exist yet).
+
+        The default runs the three steps; a backend may fold them into fewer statements.
+        """
+        with self.transaction():
+            if new_nodes:
+                self.insert_nodes(new_nodes)
+            if changes:
+                self.adjust(namespace, changes)
+            if new_edges:
+                self.insert_edges(new_edges)
+
     @abstractmethod
     def delete_nodes(self, namespace: str, ids: Sequence[str]) -> None:
         """Remove nodes and their edges. Only the Brain's human-approved deletion calls this."""
