@@ -137,6 +137,18 @@ def _assert_copies_match_table(store: KuzuStore) -> None:
             assert cache.uid[off] == u and cache.kind[off] == kind
             assert (int(cache.tier[off]), bool(cache.pinned[off])) == (tier, pinned), u
             assert cache.key[off] == pytest.approx(key, rel=1e-9, abs=1e-12), u
+            snapshot = cache.base_row(off)
+            if snapshot is not None:  # a snapshot row in use must be the stored row
+                got = store._q(
+                    f"MATCH (n:Memory {{uid: $u}}) RETURN {_node_ret('n')}, n.recent_links",
+                    {"u": u},
+                )
+                stored = dict(zip(_ROW_KEYS, got[0], strict=True))
+                for col in _ROW_KEYS:
+                    if isinstance(stored[col], float):
+                        assert snapshot[col] == pytest.approx(stored[col], rel=1e-9), (u, col)
+                    else:
+                        assert snapshot[col] == stored[col], (u, col)
     for k, v in store._meta.items():
         got = store._q("MATCH (m:Meta {key: $k}) RETURN m.value", {"k": k})
         assert (got[0][0] if got else None) == v, k
@@ -158,7 +170,10 @@ def test_in_process_copies_follow_every_write(tmp_path: Path) -> None:
     c = brain.remember("gamma pricing memo", links=[a.id, b.id])
     other.remember("alpha pricing elsewhere", id="decision:a")
     check()
-    brain.recall("pricing", k=3)  # builds the recall columns, reinforces three rows
+    clock.advance(hours=1)
+    brain.recall("pricing", k=3, reinforce=False)  # builds the recall columns and snapshot
+    clock.advance(hours=1)
+    brain.recall("pricing", k=3)  # reinforces three rows: their snapshot rows are stale now
     check()
     clock.advance(days=3)
     brain.connect(b.id, c.id, kind="follows")
@@ -168,6 +183,10 @@ def test_in_process_copies_follow_every_write(tmp_path: Path) -> None:
     brain.remember("alpha pricing decision, revised", id="decision:a", links=[c.id])
     brain.pin(b.id)
     check()
+    clock.advance(days=1)
+    brain.remember("delta pricing follow-up", links=[a.id, b.id])
+    brain.recall("pricing follow-up", k=5)
+    check()
     brain.forget(c.id, "wrong")
     brain.recall("pricing", k=5, include_archived=True)
     check()
@@ -176,6 +195,8 @@ def test_in_process_copies_follow_every_write(tmp_path: Path) -> None:
     many = [brain.remember(f"bulk pricing note {i}", links=[a.id]).id for i in range(60)]
     brain.recall("bulk pricing note", k=40)  # rows cached, then moved in one batch below
     clock.advance(days=200)
+    store._rows_cache.clear()  # from here on rows come from the snapshot or the table
+    brain.recall("bulk pricing note", k=40, depth=3)
     report = brain.maintain()
     assert sum(report.moved.values()) > 32  # the batched update path, not single statements
     check()

@@ -865,7 +865,10 @@ class Brain:
             links = self._s.store.strongest_links(
                 self._ns, list(nodes), now_us, cfg.half_life_us, cfg.live_link_min, 10 * len(nodes)
             )
-            hits = [self._hit(r, terms, links, now_us) for r in chosen]
+            by_node: dict[str, list[Link]] = {}
+            for link in links:
+                by_node.setdefault(link.node_id, []).append(link)
+            hits = [self._hit(r, terms, by_node.get(r[1].id, []), now_us) for r in chosen]
             if reinforce:
                 self._mark_read(nodes, now_us)
             return hits
@@ -877,6 +880,7 @@ class Brain:
         links: Sequence[Link],
         now_us: int,
     ) -> RecallHit:
+        """One hit with its explanation; ``links`` are this node's strongest live links."""
         score, node, text_score, t_norm, a_norm = row
         cfg = self._s.config
         parts = scoring.activation_parts(
@@ -893,7 +897,6 @@ class Brain:
                 reinforced_at=from_us(link.reinforced_us),
             )
             for link in links
-            if link.node_id == node.id
         ]
         last = max(
             [t for t in [node.last_read_at, *(x.reinforced_at for x in live)] if t is not None],

@@ -117,13 +117,17 @@ LINK_SEP = "\x1e"  # between links in a recent-link list (fields are joined by S
 
 
 class _RecallCache:
-    """Per-offset copies of the node columns recall filters and blends on.
+    """Per-offset copies of the node table: what recall filters and blends on, and the rows.
 
     A full-text query alone takes ~2 ms at 100k memories, but reading any property of the nodes
-    it returns makes Kùzu scan the node table (~12 ms more). Recall therefore takes offsets and
-    scores from the index and looks up namespace, tier, key and pin here. Only this process can
-    write the file (Kùzu's lock) and every write goes through this store, which keeps the copy in
-    step; anything it cannot follow (a rollback, a bulk load) drops the copy, rebuilt on next use.
+    it returns makes Kùzu scan the node table (~12 ms more), and fetching a hit by primary key
+    costs ~0.7 ms. Recall therefore takes offsets and scores from the index, looks up namespace,
+    tier, key and pin in the arrays here, and reads its winners' rows from ``base``: an Arrow
+    snapshot of the table (~0.5 KB per memory), whose row for an offset is used only while
+    ``fresh`` says no write has touched it since. Only this process can write the file (Kùzu's
+    lock) and every write goes through this store, which keeps the arrays in step and clears
+    ``fresh`` for what it writes; anything it cannot follow (a rollback, a bulk load, a
+    deletion) drops the copy, rebuilt on next use.
     """
 
     def __init__(self) -> None:
@@ -138,6 +142,9 @@ class _RecallCache:
         self.ns = np.zeros(0, np.int64)  # namespace codes (see ns_code); -1: no memory here
         self.offset: dict[str, int] = {}
         self._ns_codes: dict[str, int] = {}
+        self.base: Any = None  # Arrow table of the other columns, one row per offset in `pos`
+        self.pos = np.zeros(0, np.int64)
+        self.fresh = np.zeros(0, np.bool_)
 
     def ns_code(self, namespace: str) -> int:
         return self._ns_codes.setdefault(namespace, len(self._ns_codes))
@@ -164,7 +171,28 @@ class _RecallCache:
         self.key[offsets] = table["y"].to_numpy()
         self.pinned[offsets] = table["p"].to_numpy(zero_copy_only=False)
         self.offset = {u: o for o, u in zip(offsets.tolist(), uids, strict=True)}
+        self.base = table.select([c for c in _BASE_COLUMNS])
+        self.pos = np.full(size, -1, np.int64)
+        self.pos[offsets] = np.arange(len(offsets))
+        self.fresh = np.zeros(size, np.bool_)
+        self.fresh[offsets] = True
         self.ready = True
+
+    def base_row(self, o: int) -> dict[str, Any] | None:
+        """The stored row at offset ``o`` from the snapshot, if no write has touched it since."""
+        if o >= len(self.fresh) or not self.fresh[o]:
+            return None
+        i, base = int(self.pos[o]), self.base
+        row = {c: base.column(c)[i].as_py() for c in _BASE_COLUMNS}
+        row["kind"], row["tier"] = self.kind[o], int(self.tier[o])
+        row["key"], row["pinned"] = float(self.key[o]), bool(self.pinned[o])
+        return row
+
+    def touched(self, u: str) -> None:
+        """A write changed the row of ``u``: its snapshot row is no longer the stored one."""
+        o = self.offset.get(u)
+        if o is not None:
+            self.fresh[o] = False
 
     def put(self, offset: int, node: Node) -> None:
         import numpy as np
@@ -177,7 +205,10 @@ class _RecallCache:
             self.key = np.concatenate([self.key, np.zeros(grow)])
             self.pinned = np.concatenate([self.pinned, np.zeros(grow, np.bool_)])
             self.ns = np.concatenate([self.ns, np.full(grow, -1, np.int64)])
+            self.pos = np.concatenate([self.pos, np.full(grow, -1, np.int64)])
+            self.fresh = np.concatenate([self.fresh, np.zeros(grow, np.bool_)])
         u = uid(node.namespace, node.id)
+        self.fresh[offset] = False
         self.uid[offset] = u
         self.kind[offset] = node.kind
         self.tier[offset] = int(node.tier)
@@ -191,6 +222,7 @@ class _RecallCache:
         if o is not None:
             self.uid[o] = None
             self.ns[o] = -1
+            self.fresh[o] = False
 
     def live(self, namespace: str) -> Any:
         """Offsets of the namespace's memories that are not pinned and not frozen."""
@@ -313,10 +345,7 @@ class KuzuStore(GraphStore):
             self._prepared[query] = stmt
         result = self._conn.execute(stmt, dict(params or {}))
         assert not isinstance(result, list)
-        rows: list[list[Any]] = []
-        while result.has_next():
-            rows.append(result.get_next())
-        return rows
+        return _all(result)
 
     def _exec(self, query: str) -> None:
         self._conn.execute(query)
@@ -456,6 +485,14 @@ class KuzuStore(GraphStore):
         """A memory's stored row, recent-link list included (so recall can explain what it
         just fetched without reading it again), from the row cache or one primary-key read."""
         row = self._rows_cache.get(u)
+        if row is not None:
+            return row
+        cache = self._cache
+        if cache.ready:  # built by recall; a one-off read does not pay for building it
+            o = cache.offset.get(u)
+            if o is None:
+                return None  # the offsets name every memory
+            row = cache.base_row(o)
         if row is None:
             rows = self._q(
                 f"MATCH (n:Memory {{uid: $uid}}) RETURN {_node_ret('n')}, n.recent_links",
@@ -464,7 +501,7 @@ class KuzuStore(GraphStore):
             if not rows:
                 return None
             row = dict(zip(_ROW_KEYS, rows[0], strict=True))
-            self._rows_cache.put(u, row)
+        self._rows_cache.put(u, row)
         return row
 
     def existing_ids(self, namespace: str, ids: Sequence[str]) -> set[str]:
@@ -534,6 +571,7 @@ class KuzuStore(GraphStore):
                 at = [cache.offset.get(u, -1) for u in uids]
                 found = np.array([o >= 0 for o in at], np.bool_)
                 offs = np.array(at, np.int64)[found]
+                cache.fresh[offs] = False
                 for f in ("tier", "pinned", "key"):
                     if f in names:
                         getattr(cache, f)[offs] = np.array(table[f])[found]
@@ -713,6 +751,7 @@ class KuzuStore(GraphStore):
                 if self._cache.ready:
                     self._cache.put(int(rows[0][k]), n)
             for u, encoded in lists.items():
+                self._cache.touched(u)
                 cached = self._rows_cache.get(u)
                 if cached is not None:
                     cached["recent_links"] = encoded
@@ -749,6 +788,7 @@ class KuzuStore(GraphStore):
                 o = cache.offset.get(uid(namespace, node_id))
                 if o is None:
                     continue
+                cache.fresh[o] = False
                 cache.key[o] += adj.key_delta
                 for f, v in adj.fields.items():
                     if f == "tier":
@@ -796,6 +836,7 @@ class KuzuStore(GraphStore):
                 )
                 self._q("MATCH (n:Memory {uid: $uid}) DETACH DELETE n", {"uid": uid(namespace, i)})
             self._rows_cache.clear()
+            self._cache.ready = False  # neighbours' link lists changed: snapshot rebuilt
 
     def bulk_insert(
         self, nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]
@@ -916,6 +957,7 @@ class KuzuStore(GraphStore):
 
     def _set_recent_links(self, u: str, encoded: str) -> None:
         self._q("MATCH (n:Memory {uid: $u}) SET n.recent_links = $l", {"u": u, "l": encoded})
+        self._cache.touched(u)
         row = self._rows_cache.get(u)
         if row is not None:
             row["recent_links"] = encoded
@@ -939,12 +981,11 @@ class KuzuStore(GraphStore):
     ) -> list[Link]:
         """From each memory's list of its most recently reinforced links (a 1-hop expansion
         costs Kùzu a node-table scan per memory; this is one primary-key read each)."""
-        from . import scoring
-
         self._ensure_cache()
         out: list[tuple[float, Link]] = []
+        live_tier, prefix, frozen = self._cache.live_tier, f"{namespace}{SEP}", int(Tier.FROZEN)
         for i in dict.fromkeys(ids):
-            row = self._row(uid(namespace, i))
+            row = self._row(prefix + i)
             if row is None:
                 continue
             raw = row["recent_links"]
@@ -952,12 +993,12 @@ class KuzuStore(GraphStore):
                 _decode_links(raw) if raw is not None else self._build_recent_links(namespace, i)
             )
             for other, kind, outgoing, weight, at in links:
-                tier = self._cache.live_tier(uid(namespace, other))
-                if tier is None or tier >= int(Tier.FROZEN):
+                tier = live_tier(prefix + other)
+                if tier is None or tier >= frozen:
                     continue
-                dw = weight * scoring.decay(now_us - at, half_life_us)
+                dw = weight * 2.0 ** (-max(now_us - at, 0) / half_life_us)  # scoring.decay
                 if dw >= min_decayed:
-                    out.append((dw, Link(i, other, kind, bool(outgoing), float(weight), int(at))))
+                    out.append((dw, Link(i, other, kind, bool(outgoing), weight, at)))
         out.sort(key=lambda p: (-p[0], p[1].other_id))
         return [link for _, link in out[:limit]]
 
@@ -1021,7 +1062,8 @@ class KuzuStore(GraphStore):
             self._cache.build(
                 self._arrow(
                     "MATCH (n:Memory) RETURN offset(id(n)) AS o, n.uid AS u, n.kind AS k, "
-                    "n.tier AS t, n.key AS y, n.pinned AS p",
+                    "n.tier AS t, n.key AS y, n.pinned AS p, "
+                    + ", ".join(f"n.{c} AS {c}" for c in _BASE_COLUMNS),
                     {},
                 )
             )
@@ -1245,6 +1287,7 @@ class KuzuStore(GraphStore):
                 )
         if self._cache.ready and len(self._cache.key) >= size:
             self._cache.key[offsets] = key[offsets]
+            self._cache.fresh[offsets[stale | unset]] = False
         else:
             self._cache.ready = False
         return int(nodes.num_rows)
@@ -1255,7 +1298,7 @@ class KuzuStore(GraphStore):
         return result.get_as_arrow(chunk_size=1_000_000).combine_chunks()
 
     def scale_keys(self, factor: float) -> None:
-        self._cache.key *= factor
+        self._cache.ready = False  # every stored base and key changes
         self._rows_cache.clear()
         with self.transaction():
             self._q(
@@ -1420,6 +1463,8 @@ class KuzuStore(GraphStore):
 
 
 _ROW_KEYS = (*NODE_PROPERTIES, "recent_links")
+#: Row columns the recall snapshot keeps as Arrow (the rest are its numpy arrays and lists).
+_BASE_COLUMNS = tuple(c for c in _ROW_KEYS if c not in ("kind", "tier", "key", "pinned"))
 _TIERS = {int(t): t for t in Tier}
 
 
@@ -1533,9 +1578,17 @@ def _kinds_param(kinds: Sequence[str]) -> dict[str, Any]:
 
 
 def _all(result: Any) -> list[list[Any]]:
+    # The engine's own cursor: the public has_next()/get_next() re-check that the result is
+    # open on every row, which doubles the cost of reading a few hundred full-text hits.
+    # kuzu 0.11.3 is a final release, so this attribute is fixed.
+    raw = getattr(result, "_query_result", result)
+    if raw is result:
+        has_next, get_next = result.has_next, result.get_next
+    else:
+        has_next, get_next = raw.hasNext, raw.getNext
     rows: list[list[Any]] = []
-    while result.has_next():
-        rows.append(result.get_next())
+    while has_next():
+        rows.append(get_next())
     return rows
 
 

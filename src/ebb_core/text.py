@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 # Very common words match a large share of all memories and make full-text queries slow and
@@ -35,6 +36,7 @@ def query_terms(query: str) -> list[str]:
     return list(seen)[:MAX_QUERY_TERMS]
 
 
+@functools.lru_cache(maxsize=1 << 16)  # recall explains every hit: the same words recur
 def stem(word: str) -> str:
     """A light suffix-stripping stem, enough to explain which query terms a text matched."""
     for suffix in ("'s", "ingly", "edly", "ing", "ies", "ied", "es", "ed", "ly", "s"):
