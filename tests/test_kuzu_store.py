@@ -62,6 +62,63 @@ def test_committed_memories_survive_a_killed_process(tmp_path: Path) -> None:
         assert [h.id for h in b.recall("crash")] == ["note:committed"]
 
 
+FINAL_WRITE = textwrap.dedent(
+    """
+    import sys, time
+    from datetime import datetime, timezone
+    from ebb_core.kuzu_store import KuzuStore
+    from ebb_core.model import Node
+    t = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    store = KuzuStore(sys.argv[1])
+    with store.transaction():  # a final write is the whole transaction: no BEGIN, no COMMIT
+        node = Node(id="note:solo", namespace="p", kind="note", text="solo write",
+                    created_at=t, updated_at=t)
+        store.write_event("p", new_nodes=[node], final=True)
+    print("ready", flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def test_a_final_write_commits_on_its_own_and_survives_a_kill(tmp_path: Path) -> None:
+    db = tmp_path / "solo.kuzu"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", FINAL_WRITE, str(db)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with Brain.open(db, namespace="p") as b:
+        assert b.get("note:solo").text == "solo write"
+        assert [h.id for h in b.recall("solo")] == ["note:solo"]
+
+
+def test_a_final_write_that_fails_writes_nothing(tmp_path: Path) -> None:
+    from datetime import datetime, timezone
+
+    from ebb_core import NotFound
+    from ebb_core.model import Node
+    from ebb_core.store import Adjustment
+
+    t = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    store = KuzuStore(tmp_path / "solo-fail.kuzu")
+    new = Node(id="note:new", namespace="f", kind="note", text="new", created_at=t, updated_at=t)
+    # a change to a memory that is not there: the new memory must not be created either
+    with pytest.raises(NotFound), store.transaction():
+        store.write_event(
+            "f", new_nodes=[new], changes={"note:gone": Adjustment(base_delta=1.0)}, final=True
+        )
+    assert store.get_nodes("f", ["note:new"]) == {}
+    assert store.counts("f").nodes == 0
+    # a statement after a final write is a programming error, refused (the write stands)
+    with pytest.raises(RuntimeError, match="after a final write_event"), store.transaction():
+        store.write_event("f", new_nodes=[new], final=True)
+        store.counts("f")
+    assert list(store.get_nodes("f", ["note:new"])) == ["note:new"]
+    store.close()
+
+
 def test_reopen_after_clean_close_keeps_everything(tmp_path: Path) -> None:
     db = tmp_path / "clean.kuzu"
     with Brain.open(db, namespace="x") as b:

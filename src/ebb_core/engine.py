@@ -492,10 +492,10 @@ class Brain:
                 # A new memory is created with its scores already final, together with its
                 # links and its neighbours' changes (one round on stores that can fold them).
                 node = _applied(node, changes.pop(id))
+                # Last step: a new memory is hot, so there is nothing to promote after it.
                 self._s.store.write_event(
-                    self._ns, new_nodes=[node], changes=changes, new_edges=new_edges
+                    self._ns, new_nodes=[node], changes=changes, new_edges=new_edges, final=True
                 )
-                self._promote({id: before[id]}, keys)
                 return node
             self._s.store.adjust(self._ns, changes)
             self._s.store.insert_edges(new_edges)

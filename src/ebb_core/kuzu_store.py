@@ -312,6 +312,8 @@ class KuzuStore(GraphStore):
         self._conn = kuzu.Connection(self._db)
         self._lock = threading.RLock()
         self._depth = 0
+        self._begun = False  # the current transaction has sent BEGIN
+        self._sealed = False  # ... or was committed by a final write_event
         self._read_only = read_only
         # Prepared once per query text: measured ~30% faster than re-planning on every call.
         self._prepared: dict[str, Any] = {}
@@ -335,7 +337,10 @@ class KuzuStore(GraphStore):
         with self._lock:  # one Kùzu connection, shared by the threads async adapters use
             return self._q_locked(query, params)
 
-    def _q_locked(self, query: str, params: Mapping[str, Any] | None) -> list[list[Any]]:
+    def _q_locked(
+        self, query: str, params: Mapping[str, Any] | None, *, solo: bool = False
+    ) -> list[list[Any]]:
+        """Run a prepared ``query``; ``solo``: as its own auto-committed transaction."""
         stmt = self._prepared.get(query)
         if stmt is None:
             # kuzu 0.11 (its final release) deprecates prepare(); prepared statements are faster.
@@ -343,9 +348,26 @@ class KuzuStore(GraphStore):
                 warnings.simplefilter("ignore", DeprecationWarning)
                 stmt = self._conn.prepare(query)
             self._prepared[query] = stmt
-        result = self._conn.execute(stmt, dict(params or {}))
+        result = self._conn.execute(stmt, dict(params or {})) if solo else self._run(stmt, params)
         assert not isinstance(result, list)
         return _all(result)
+
+    def _run(self, query: Any, params: Mapping[str, Any] | None = None) -> Any:
+        """Execute a statement, first opening the current transaction if it is not open yet.
+
+        Transactions begin lazily: one that only reads never opens (this process is the only
+        writer, so its reads agree), and one whose only write is a final :meth:`write_event`
+        sends that write alone, committed with the statement (see ``transaction``).
+        """
+        if self._depth:
+            if self._sealed:
+                raise RuntimeError(
+                    "a statement after a final write_event: that write is already committed"
+                )
+            if not self._begun:
+                self._exec("BEGIN TRANSACTION")
+                self._begun = True
+        return self._conn.execute(query, dict(params or {}))
 
     def _exec(self, query: str) -> None:
         self._conn.execute(query)
@@ -402,7 +424,7 @@ class KuzuStore(GraphStore):
                     self._create_text_index()
 
     def _rows(self, query: str) -> list[list[Any]]:
-        result = self._conn.execute(query)
+        result = self._run(query)
         assert not isinstance(result, list)
         return _all(result)
 
@@ -416,20 +438,26 @@ class KuzuStore(GraphStore):
                 finally:
                     self._depth -= 1
                 return
-            self._exec("BEGIN TRANSACTION")
-            self._depth = 1
+            # BEGIN waits for the first statement (see _run): Kùzu's BEGIN and COMMIT cost
+            # ~1.4 ms together, a large share of a remember.
+            self._depth, self._begun, self._sealed = 1, False, False
             try:
                 yield
             except BaseException:
-                self._depth = 0
-                self._rollback()
+                begun, self._depth = self._begun, 0
+                self._begun = self._sealed = False
+                self._rollback(begun)
                 raise
-            self._depth = 0
-            self._exec("COMMIT")
+            begun, self._depth = self._begun, 0
+            self._begun = self._sealed = False
+            if begun:
+                self._exec("COMMIT")
 
-    def _rollback(self) -> None:
+    def _rollback(self, begun: bool = True) -> None:
         self._forget_cached()
         self._prepared.clear()
+        if not begun:  # nothing was sent, or only a final write, which failed on its own
+            return
         try:
             self._exec("ROLLBACK")
         except RuntimeError as exc:
@@ -664,8 +692,9 @@ class KuzuStore(GraphStore):
         new_nodes: Sequence[Node] = (),
         changes: Mapping[str, Adjustment] | None = None,
         new_edges: Sequence[Edge] = (),
+        final: bool = False,
     ) -> None:
-        # One statement: CREATE the new memories, MATCH the existing ones by primary key, SET
+        # One statement: MATCH the existing memories by primary key, CREATE the new ones, SET
         # their changes and recent-link lists, CREATE the edges. Each statement costs Kùzu
         # ~0.5-1 ms whatever it does, and a remember with two links used to take eight.
         changes = dict(changes or {})
@@ -676,7 +705,7 @@ class KuzuStore(GraphStore):
         if any(a.push_delta for a in changes.values()):
             # eager spreading pushes along the edges that exist before this event
             super().write_event(
-                namespace, new_nodes=new_nodes, changes=changes, new_edges=new_edges
+                namespace, new_nodes=new_nodes, changes=changes, new_edges=new_edges, final=final
             )
             return
         with self._lock:
@@ -685,6 +714,18 @@ class KuzuStore(GraphStore):
             params: dict[str, Any] = {}
             parts: list[str] = []
             var: dict[str, str] = {}
+            ends = [uid(namespace, e) for edge in new_edges for e in (edge.src, edge.dst)]
+            existing = [
+                u
+                for u in dict.fromkeys([*(uid(namespace, i) for i in changes), *ends])
+                if u not in new_uids
+            ]
+            if existing:  # matched first: if one is missing, nothing at all is written
+                for k, u in enumerate(existing):
+                    var[u] = f"x{k}"
+                    params[f"x{k}_u"] = u
+                found = (f"({var[u]}:Memory {{uid: ${var[u]}_u}})" for u in existing)
+                parts.append("MATCH " + ", ".join(found))
             for k, n in enumerate(new_nodes):
                 v = f"n{k}"
                 var[uid(n.namespace, n.id)] = v
@@ -693,20 +734,6 @@ class KuzuStore(GraphStore):
                 parts.append(f"CREATE ({v}:Memory {{{props}, recent_links: ${v}_l}})")
                 params.update({f"{v}_{c}": row[c] for c in _node_params_keys()})
                 params[f"{v}_l"] = lists.get(uid(n.namespace, n.id), "")
-            ends = [uid(namespace, e) for edge in new_edges for e in (edge.src, edge.dst)]
-            existing = [
-                u
-                for u in dict.fromkeys([*(uid(namespace, i) for i in changes), *ends])
-                if u not in new_uids
-            ]
-            if existing:
-                if parts:
-                    parts.append("WITH " + ", ".join(var.values()))
-                for k, u in enumerate(existing):
-                    var[u] = f"x{k}"
-                    params[f"x{k}_u"] = u
-                found = (f"({var[u]}:Memory {{uid: ${var[u]}_u}})" for u in existing)
-                parts.append("MATCH " + ", ".join(found))
             sets: list[str] = []
             for node_id, adj in changes.items():
                 v = var[uid(namespace, node_id)]
@@ -741,11 +768,18 @@ class KuzuStore(GraphStore):
                 parts.append("CREATE " + ", ".join(links))
             offsets = [f"offset(id({var[u]}))" for u in new_uids]
             parts.append("RETURN " + ", ".join(offsets or ["1"]))
+            query = " ".join(parts)
             self._adjust_copies(namespace, changes, False)
-            with self.transaction():
-                rows = self._q(" ".join(parts), params)
-                if len(rows) != 1:  # the Brain checked every memory exists; this is a guard
-                    raise NotFound(f"a memory this change needs is missing from {namespace!r}")
+            if final and self._depth <= 1 and not self._begun:
+                # Nothing was sent in this transaction and nothing will follow: the statement
+                # alone is the transaction, committed by Kùzu with it (no BEGIN, no COMMIT).
+                rows = self._q_locked(query, params, solo=True)
+                self._sealed = self._depth == 1
+            else:
+                with self.transaction():
+                    rows = self._q(query, params)
+            if len(rows) != 1:  # the Brain checked every memory exists; this is a guard
+                raise NotFound(f"a memory this change needs is missing from {namespace!r}")
             for k, (u, n) in enumerate(new_uids.items()):
                 self._rows_cache.put(u, {**node_row(n), "recent_links": lists.get(u, "")})
                 if self._cache.ready:
@@ -823,7 +857,7 @@ class KuzuStore(GraphStore):
                 for name, values in columns.items()
             }
         )
-        self._conn.execute(f"LOAD FROM $rows {query}", {"rows": table})
+        self._run(f"LOAD FROM $rows {query}", {"rows": table})
 
     def delete_nodes(self, namespace: str, ids: Sequence[str]) -> None:
         with self.transaction():
@@ -883,7 +917,7 @@ class KuzuStore(GraphStore):
                         "recent_links": pa.array([None] * n, pa.string()),
                     }
                 )
-                self._conn.execute("COPY Memory FROM $t", {"t": table})
+                self._run("COPY Memory FROM $t", {"t": table})
             if len(edges["src"]):
                 table = pa.table(
                     {
@@ -896,7 +930,7 @@ class KuzuStore(GraphStore):
                         "props": col(edges["props"], pa.string()),
                     }
                 )
-                self._conn.execute("COPY Link FROM $t", {"t": table})
+                self._run("COPY Link FROM $t", {"t": table})
                 # The ends' recent-link lists are left unset: built on first use (see
                 # strongest_links), which costs far less than building 100k of them here.
 
@@ -1253,7 +1287,7 @@ class KuzuStore(GraphStore):
             rows = np.flatnonzero(stale)
             if len(rows):
                 take = pa.array(rows)
-                self._conn.execute(
+                self._run(
                     "LOAD FROM $rows MATCH (n:Memory {uid: u}) SET n.base_key = b, n.key = k, "
                     "n.degree = d",
                     {
@@ -1277,7 +1311,7 @@ class KuzuStore(GraphStore):
                 part = edges.filter(pa.array(near)) if edges.num_rows else edges
                 recent = _recent_link_lists(nodes, part, offsets)
                 rows = np.flatnonzero(unset)
-                self._conn.execute(
+                self._run(
                     "LOAD FROM $rows MATCH (n:Memory {uid: u}) SET n.recent_links = l",
                     {
                         "rows": pa.table(
@@ -1293,7 +1327,7 @@ class KuzuStore(GraphStore):
         return int(nodes.num_rows)
 
     def _arrow(self, query: str, params: Mapping[str, Any]) -> Any:
-        result = self._conn.execute(query, dict(params))
+        result = self._run(query, params)
         assert not isinstance(result, list)
         return result.get_as_arrow(chunk_size=1_000_000).combine_chunks()
 
@@ -1407,7 +1441,7 @@ class KuzuStore(GraphStore):
                         row,
                     )
             else:
-                self._conn.execute("COPY Audit FROM $t", {"t": table})
+                self._run("COPY Audit FROM $t", {"t": table})
             # keep each namespace's last seq at hand: max() over the log is a scan
             last: dict[str, int] = {}
             for ns, seq in zip(columns["ns"], columns["seq"], strict=True):

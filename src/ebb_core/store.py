@@ -180,12 +180,15 @@ class GraphStore(ABC):
         new_nodes: Sequence[Node] = (),
         changes: Mapping[str, Adjustment] | None = None,
         new_edges: Sequence[Edge] = (),
+        final: bool = False,
     ) -> None:
         """One event's writes, atomically: create ``new_nodes`` (their scores already final),
         apply ``changes`` to existing nodes (as :meth:`adjust`, before the new edges exist),
         then create ``new_edges`` (known not to exist yet).
 
-        The default runs the three steps; a backend may fold them into fewer statements.
+        ``final`` promises that the enclosing transaction reads and writes nothing after this
+        call, so a backend may commit these writes on their own. The default runs the three
+        steps; a backend may fold them into fewer statements.
         """
         with self.transaction():
             if new_nodes:
