@@ -297,6 +297,46 @@ def test_export_import_round_trip_is_lossless(
     fresh.close()
 
 
+def _flat_keys(brain: Brain) -> dict[tuple[str, int], float]:
+    return {(i, k): float(v) for i, parts in _keys(brain).items() for k, v in enumerate(parts)}
+
+
+def _live_links(brain: Brain, query: str) -> dict[str, list[str]]:
+    hits = brain.recall(query, k=10, depth=3, reinforce=False)
+    return {h.id: sorted(x.id for x in h.why.live_links) for h in hits}
+
+
+def test_imports_store_the_scores_a_full_recompute_gives(brain: Brain, clock: FixedClock) -> None:
+    _small_graph(brain, clock)
+    exported = io.StringIO()
+    brain.export(exported)
+    target = brain.scoped("imported")
+    # into an empty namespace: scores and link lists come from the file
+    target.import_(io.StringIO(exported.getvalue()), namespace="imported")
+    imported, links = _flat_keys(target), _live_links(target, "Acme pricing")
+    assert links["client:acme"] == ["decision:outcome", "note:seats"]
+    reference = target._reference()
+    target.maintain()
+    assert _flat_keys(target) == pytest.approx(imported)
+    assert target._reference() == pytest.approx(reference)  # the tier reference too
+    assert _live_links(target, "Acme pricing") == links
+    # into a namespace that has memories, linking to one of them: recomputed from the store
+    t = "2026-01-01T00:00:00Z"
+    node = {"type": "node", "id": "note:late", "namespace": "imported", "kind": "note",
+            "text": "late Acme note", "props": {}, "created_at": t, "updated_at": t,
+            "last_read_at": t, "pinned": False, "tier": 1, "review_reason": None,
+            "queued_at": None}  # fmt: skip
+    edge = {"type": "edge", "namespace": "imported", "src": "note:late", "dst": "client:acme",
+            "kind": "related", "weight": 2.0, "created_at": t, "reinforced_at": t,
+            "props": {}}  # fmt: skip
+    target.import_(io.StringIO(json.dumps(node) + "\n" + json.dumps(edge) + "\n"))
+    imported, links = _flat_keys(target), _live_links(target, "Acme pricing late")
+    assert "note:late" in links["client:acme"]
+    target.maintain()
+    assert _flat_keys(target) == pytest.approx(imported)
+    assert _live_links(target, "Acme pricing late") == links
+
+
 def test_import_rejects_malformed_lines(brain: Brain) -> None:
     bad = '{"type": "node", "id": "x"}\n'
     with pytest.raises(InvalidInput, match="line 1"):

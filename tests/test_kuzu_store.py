@@ -211,10 +211,14 @@ def _assert_copies_match_table(store: KuzuStore) -> None:
         assert (got[0][0] if got else None) == v, k
 
 
-def test_in_process_copies_follow_every_write(tmp_path: Path) -> None:
+def test_in_process_copies_follow_every_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from datetime import datetime, timezone
 
-    from ebb_core import FixedClock
+    from ebb_core import FixedClock, kuzu_store
+
+    monkeypatch.setattr(kuzu_store, "_SNAPSHOT_AFTER", 0)  # the snapshot from the first read
 
     clock = FixedClock(datetime(2026, 1, 1, tzinfo=timezone.utc))
     store = KuzuStore(tmp_path / "copies.kuzu")
@@ -222,13 +226,21 @@ def test_in_process_copies_follow_every_write(tmp_path: Path) -> None:
     other = brain.scoped("other")
     check = lambda: _assert_copies_match_table(store)  # noqa: E731
 
+    def snapshot() -> None:  # retake the recall columns and snapshot, with no rows cached
+        store._cache.ready = False
+        store._ensure_cache()
+        store._rows_cache.clear()
+        store.get_nodes("c", ["decision:a"])
+        assert store._cache.base is not None
+
     a = brain.remember("alpha pricing decision", kind="decision", id="decision:a")
     b = brain.remember("beta pricing call", links=[a.id])
     c = brain.remember("gamma pricing memo", links=[a.id, b.id])
     other.remember("alpha pricing elsewhere", id="decision:a")
     check()
     clock.advance(hours=1)
-    brain.recall("pricing", k=3, reinforce=False)  # builds the recall columns and snapshot
+    brain.recall("pricing", k=3, reinforce=False)  # builds the recall columns
+    snapshot()
     clock.advance(hours=1)
     brain.recall("pricing", k=3)  # reinforces three rows: their snapshot rows are stale now
     check()
@@ -244,6 +256,7 @@ def test_in_process_copies_follow_every_write(tmp_path: Path) -> None:
     brain.remember("delta pricing follow-up", links=[a.id, b.id])
     brain.recall("pricing follow-up", k=5)
     check()
+    snapshot()
     brain.forget(c.id, "wrong")
     brain.recall("pricing", k=5, include_archived=True)
     check()
@@ -252,13 +265,15 @@ def test_in_process_copies_follow_every_write(tmp_path: Path) -> None:
     many = [brain.remember(f"bulk pricing note {i}", links=[a.id]).id for i in range(60)]
     brain.recall("bulk pricing note", k=40)  # rows cached, then moved in one batch below
     clock.advance(days=200)
-    store._rows_cache.clear()  # from here on rows come from the snapshot or the table
+    snapshot()  # from here on rows come from the snapshot or the table
     brain.recall("bulk pricing note", k=40, depth=3)
     report = brain.maintain()
     assert sum(report.moved.values()) > 32  # the batched update path, not single statements
     check()
     assert len(brain.audit_log(limit=1000, action="freeze")) == len(report.newly_queued)
-    store.get_nodes("c", many)  # cached rows, then changed in one batch through the store
+    snapshot()
+    store.get_nodes("c", many[:30])  # cached rows (and snapshot rows), changed in one batch
+    check()
     store.update_nodes("c", {i: {"tier": Tier.WARM, "review_reason": "batch"} for i in many})
     check()
     for item in brain.review_queue():

@@ -422,22 +422,23 @@ def test_garbage_over_http_does_not_stop_the_server(tmp_path: Path) -> None:
 
 # -- a client that goes away mid-call --------------------------------------------------------
 
-# Runs ``ebb`` with the store's link writer slowed down: a ``remember`` with links writes its
-# memory and links, then stalls inside its transaction (and drops a marker file) before the rest
-# of the call and the commit.
+# Runs ``ebb`` with the store's event writer slowed down: a ``remember`` with links writes its
+# memory and links inside an open transaction (not as a final write that commits on its own, so
+# the call stands for any multi-statement write), then stalls there (and drops a marker file)
+# before the rest of the call and the commit.
 STALLED = textwrap.dedent(
     """
     import os, sys, time
     from ebb_core import kuzu_store
-    real = kuzu_store.KuzuStore.upsert_edges
+    real = kuzu_store.KuzuStore.write_event
     stalled = []
-    def upsert_edges(self, edges):
-        real(self, edges)
+    def write_event(self, namespace, **parts):
+        real(self, namespace, **{**parts, "final": False})
         if not stalled:
             stalled.append(1)
             open(os.environ["EBB_TEST_STALL_MARK"], "w").close()
             time.sleep(float(os.environ["EBB_TEST_STALL_SECONDS"]))
-    kuzu_store.KuzuStore.upsert_edges = upsert_edges
+    kuzu_store.KuzuStore.write_event = write_event
     from ebb_core.cli import main
     sys.argv[0] = "ebb"
     main()

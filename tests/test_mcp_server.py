@@ -343,13 +343,13 @@ async def test_a_failure_half_way_through_a_write_leaves_nothing_behind(
     def failing() -> Brain:
         brain = Brain.open(db, backend="kuzu", namespace=NS, clock=clock)
         store: Any = brain.store
-        real = store.upsert_edges
+        real = store.insert_nodes
 
-        def upsert_then_fail(edges: Any) -> None:
-            real(edges)
+        def write_node_then_fail(namespace: str, *, new_nodes: Any = (), **rest: Any) -> None:
+            real(new_nodes)  # as a backend writing an event step by step would
             raise RuntimeError("disk unplugged")
 
-        store.upsert_edges = upsert_then_fail
+        store.write_event = write_node_then_fail
         return brain
 
     async with Client(build_server(StoreAccess(db, namespace=NS, opener=opener(db, clock)))) as c:

@@ -122,9 +122,10 @@ class _RecallCache:
     A full-text query alone takes ~2 ms at 100k memories, but reading any property of the nodes
     it returns makes Kùzu scan the node table (~12 ms more), and fetching a hit by primary key
     costs ~0.7 ms. Recall therefore takes offsets and scores from the index, looks up namespace,
-    tier, key and pin in the arrays here, and reads its winners' rows from ``base``: an Arrow
-    snapshot of the table (~0.5 KB per memory), whose row for an offset is used only while
-    ``fresh`` says no write has touched it since. Only this process can write the file (Kùzu's
+    tier, key and pin in the arrays here, and, once a process has read more than a few dozen
+    rows, reads its winners' rows from ``base``: an Arrow snapshot of the table (~0.5 KB per
+    memory), whose row for an offset is used only while ``fresh`` says no write has touched it
+    since. Only this process can write the file (Kùzu's
     lock) and every write goes through this store, which keeps the arrays in step and clears
     ``fresh`` for what it writes; anything it cannot follow (a rollback, a bulk load, a
     deletion) drops the copy, rebuilt on next use.
@@ -171,12 +172,19 @@ class _RecallCache:
         self.key[offsets] = table["y"].to_numpy()
         self.pinned[offsets] = table["p"].to_numpy(zero_copy_only=False)
         self.offset = {u: o for o, u in zip(offsets.tolist(), uids, strict=True)}
-        self.base = table.select([c for c in _BASE_COLUMNS])
+        self.base = None
         self.pos = np.full(size, -1, np.int64)
-        self.pos[offsets] = np.arange(len(offsets))
         self.fresh = np.zeros(size, np.bool_)
-        self.fresh[offsets] = True
         self.ready = True
+
+    def attach(self, table: Any) -> None:
+        """Take ``table`` (offsets ``o`` and ``_BASE_COLUMNS``, as stored now) as the snapshot."""
+        import numpy as np
+
+        offsets = table["o"].to_numpy()
+        self.base = table.select(list(_BASE_COLUMNS))
+        self.pos[offsets] = np.arange(len(offsets))
+        self.fresh[offsets] = True
 
     def base_row(self, o: int) -> dict[str, Any] | None:
         """The stored row at offset ``o`` from the snapshot, if no write has touched it since."""
@@ -319,6 +327,7 @@ class KuzuStore(GraphStore):
         self._prepared: dict[str, Any] = {}
         self._cache = _RecallCache()
         self._rows_cache = _RowCache()
+        self._row_reads = 0  # rows read from the table (see _row: when to take a snapshot)
         self._meta: dict[str, str | None] = {}
         self._closed = False
         for ext in ("fts",):
@@ -516,10 +525,20 @@ class KuzuStore(GraphStore):
         if row is not None:
             return row
         cache = self._cache
-        if cache.ready:  # built by recall; a one-off read does not pay for building it
+        if cache.ready:  # built by recall or maintain; a one-off read does not build it
             o = cache.offset.get(u)
             if o is None:
                 return None  # the offsets name every memory
+            if cache.base is None and self._row_reads >= _SNAPSHOT_AFTER:
+                # This process keeps reading memories (an agent session, not one call):
+                # one scan of the table now is cheaper than ~0.7 ms per read from here on.
+                cache.attach(
+                    self._arrow(
+                        "MATCH (n:Memory) RETURN offset(id(n)) AS o, "
+                        + ", ".join(f"n.{c} AS {c}" for c in _BASE_COLUMNS),
+                        {},
+                    )
+                )
             row = cache.base_row(o)
         if row is None:
             rows = self._q(
@@ -529,6 +548,7 @@ class KuzuStore(GraphStore):
             if not rows:
                 return None
             row = dict(zip(_ROW_KEYS, rows[0], strict=True))
+            self._row_reads += 1
         self._rows_cache.put(u, row)
         return row
 
@@ -875,6 +895,7 @@ class KuzuStore(GraphStore):
     def bulk_insert(
         self, nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]
     ) -> None:
+        import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -888,12 +909,39 @@ class KuzuStore(GraphStore):
 
         self._cache.ready = False
         self._rows_cache.clear()
+        n, m = len(nodes["id"]), len(edges["src"])
+        node_uids = uids(nodes["namespace"], nodes["id"]) if n else pa.array([], pa.string())
+        src = uids(edges["namespace"], edges["src"]) if m else pa.array([], pa.string())
+        dst = uids(edges["namespace"], edges["dst"]) if m else pa.array([], pa.string())
+        a, b = pc.index_in(src, value_set=node_uids), pc.index_in(dst, value_set=node_uids)
+        inside = m == 0 or (a.null_count == 0 and b.null_count == 0)
+        recent = pa.nulls(n, pa.string())
+        if n and m and inside:
+            # Every edge joins two of these new memories: their recent-link lists follow
+            # from the columns, as maintain would build them.
+            recent = _recent_link_lists(
+                pa.table({"i": col(nodes["id"], pa.string())}),
+                pa.table(
+                    {
+                        "a": a,
+                        "b": b,
+                        "t": col(edges["reinforced_us"], pa.int64()),
+                        "k": col(edges["kind"], pa.string()),
+                        "w": col(edges["weight"], pa.float64()),
+                    }
+                ),
+                np.arange(n),
+            )
+
+        def scores(name: str, typ: Any, zero: Any) -> Any:
+            # the Brain may send final scores with an import; otherwise they are recomputed
+            return col(nodes[name], typ) if name in nodes else pa.array([zero] * n, typ)
+
         with self.transaction():
-            n = len(nodes["id"])
             if n:
                 table = pa.table(
                     {
-                        "uid": uids(nodes["namespace"], nodes["id"]),
+                        "uid": node_uids,
                         "id": col(nodes["id"], pa.string()),
                         "ns": col(nodes["namespace"], pa.string()),
                         **{
@@ -911,18 +959,28 @@ class KuzuStore(GraphStore):
                                 "queued_us",
                             )
                         },
-                        "base_key": pa.array([0.0] * n, pa.float64()),
-                        "key": pa.array([0.0] * n, pa.float64()),
-                        "degree": pa.array([0] * n, pa.int64()),
-                        "recent_links": pa.array([None] * n, pa.string()),
+                        "base_key": scores("base_key", pa.float64(), 0.0),
+                        "key": scores("key", pa.float64(), 0.0),
+                        "degree": scores("degree", pa.int64(), 0),
+                        "recent_links": recent,
                     }
                 )
                 self._run("COPY Memory FROM $t", {"t": table})
-            if len(edges["src"]):
+            if m:
+                if not inside:
+                    # Memories already stored gain links: their recent-link lists are unset,
+                    # to be rebuilt from all their edges (by maintain, or on first use).
+                    older = set(src.filter(pc.is_null(a)).to_pylist())
+                    older |= set(dst.filter(pc.is_null(b)).to_pylist())
+                    self._load(
+                        "MATCH (n:Memory {uid: u}) SET n.recent_links = NULL",
+                        {"u": sorted(older)},
+                        {"u": "uid"},
+                    )
                 table = pa.table(
                     {
-                        "from": uids(edges["namespace"], edges["src"]),
-                        "to": uids(edges["namespace"], edges["dst"]),
+                        "from": src,
+                        "to": dst,
                         "kind": col(edges["kind"], pa.string()),
                         "weight": col(edges["weight"], pa.float64()),
                         "created_us": col(edges["created_us"], pa.int64()),
@@ -931,8 +989,6 @@ class KuzuStore(GraphStore):
                     }
                 )
                 self._run("COPY Link FROM $t", {"t": table})
-                # The ends' recent-link lists are left unset: built on first use (see
-                # strongest_links), which costs far less than building 100k of them here.
 
     # -- edges ---------------------------------------------------------------------------------
     def upsert_edges(self, edges: Sequence[Edge]) -> None:
@@ -1096,8 +1152,7 @@ class KuzuStore(GraphStore):
             self._cache.build(
                 self._arrow(
                     "MATCH (n:Memory) RETURN offset(id(n)) AS o, n.uid AS u, n.kind AS k, "
-                    "n.tier AS t, n.key AS y, n.pinned AS p, "
-                    + ", ".join(f"n.{c} AS {c}" for c in _BASE_COLUMNS),
+                    "n.tier AS t, n.key AS y, n.pinned AS p",
                     {},
                 )
             )
@@ -1252,25 +1307,21 @@ class KuzuStore(GraphStore):
             size = int(offsets.max()) + 1
             src = edges["a"].to_numpy() if edges.num_rows else np.zeros(0, np.int64)
             dst = edges["b"].to_numpy() if edges.num_rows else np.zeros(0, np.int64)
-            terms = (
-                scoring.term_key(
-                    edges["w"].to_numpy(), edges["t"].to_numpy(), epoch_us, half_life_us
-                )
-                if edges.num_rows
-                else np.zeros(0)
-            )
-            base = (np.bincount(src, terms, size) + np.bincount(dst, terms, size)).astype(float)
-            degree = np.bincount(src, minlength=size) + np.bincount(dst, minlength=size)
-            read = nodes["r"]
-            has_read = read.is_valid().to_numpy(zero_copy_only=False)
-            read_us = read.fill_null(0).to_numpy()
-            read_terms = np.where(
-                has_read, scoring.term_key(read_bonus, read_us, epoch_us, half_life_us), 0.0
-            )
-            base[offsets] += read_terms
-            share = np.divide(base, degree, out=np.zeros(size), where=degree > 0)
-            key = base + spread * (
-                np.bincount(src, share[dst], size) + np.bincount(dst, share[src], size)
+            read_us, has_read = np.zeros(size, np.int64), np.zeros(size, np.bool_)
+            read_us[offsets] = nodes["r"].fill_null(0).to_numpy()
+            has_read[offsets] = nodes["r"].is_valid().to_numpy(zero_copy_only=False)
+            base, key, degree = scoring.graph_keys(
+                size,
+                src,
+                dst,
+                edges["w"].to_numpy() if edges.num_rows else np.zeros(0),
+                edges["t"].to_numpy() if edges.num_rows else np.zeros(0, np.int64),
+                read_us,
+                has_read,
+                epoch_us,
+                half_life_us,
+                read_bonus,
+                spread,
             )
             # Only rows whose stored values differ are written: between maintains most keys
             # are exact already (every event keeps its own nodes exact), and writing 100k
@@ -1343,15 +1394,11 @@ class KuzuStore(GraphStore):
     def reference_key(self, namespace: str, quantile: float) -> tuple[float, int]:
         # From the recall columns (kept equal to the table): ORDER BY key SKIP rank over the
         # live memories is a sort of the whole namespace in Kùzu; here it is one partition.
-        import numpy as np
+        from . import scoring
 
         with self._lock:
             self._ensure_cache()
-            keys = self._cache.key[self._cache.live(namespace)]
-            if not len(keys):
-                return 0.0, 0
-            rank = int(len(keys) * (1.0 - quantile))
-            return float(-np.partition(-keys, rank)[rank]), rank
+            return scoring.reference_of(self._cache.key[self._cache.live(namespace)], quantile)
 
     def tier_moves(
         self,
@@ -1497,6 +1544,7 @@ class KuzuStore(GraphStore):
 
 
 _ROW_KEYS = (*NODE_PROPERTIES, "recent_links")
+_SNAPSHOT_AFTER = 64  # rows read one by one before the recall snapshot is taken
 #: Row columns the recall snapshot keeps as Arrow (the rest are its numpy arrays and lists).
 _BASE_COLUMNS = tuple(c for c in _ROW_KEYS if c not in ("kind", "tier", "key", "pinned"))
 _TIERS = {int(t): t for t in Tier}

@@ -657,7 +657,7 @@ class Neo4jStore(GraphStore):
             cols["ns"] = cols.pop("namespace")
             names = list(cols)
             node_rows = [
-                {**dict(zip(names, values, strict=True)), "base_key": 0.0, "key": 0.0, "degree": 0}
+                {"base_key": 0.0, "key": 0.0, "degree": 0, **dict(zip(names, values, strict=True))}
                 for values in zip(*(cols[c] for c in names), strict=True)
             ]
         edge_rows: list[dict[str, Any]] = []

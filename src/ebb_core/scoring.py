@@ -186,6 +186,50 @@ def share(base: float, degree: int) -> float:
     return base / degree if degree > 0 else 0.0
 
 
+def graph_keys(
+    size: int,
+    src: Any,
+    dst: Any,
+    weight: Any,
+    reinforced_us: Any,
+    read_us: Any,
+    has_read: Any,
+    epoch_us: int,
+    half_life_us: float,
+    read_bonus: float,
+    spread: float,
+) -> tuple[Any, Any, Any]:
+    """Every node's ``(base_key, key, degree)`` at once, as numpy arrays of length ``size``.
+
+    Nodes are positions ``0..size-1``; edge ``i`` joins ``src[i]`` and ``dst[i]`` with
+    ``weight[i]``, last reinforced at ``reinforced_us[i]``; ``read_us`` is each node's read
+    clock where ``has_read``. The whole-graph form of :func:`activation_key` (one damped hop,
+    shares split over the neighbour's degree): what ``maintain`` and imports store.
+    """
+    import numpy as np
+
+    terms = term_key(weight, reinforced_us, epoch_us, half_life_us) if len(src) else np.zeros(0)
+    base = (np.bincount(src, terms, size) + np.bincount(dst, terms, size)).astype(float)
+    degree = np.bincount(src, minlength=size) + np.bincount(dst, minlength=size)
+    base += np.where(
+        has_read, term_key(read_bonus, np.where(has_read, read_us, 0), epoch_us, half_life_us), 0.0
+    )
+    share = np.divide(base, degree, out=np.zeros(size), where=degree > 0)
+    key = base + spread * (np.bincount(src, share[dst], size) + np.bincount(dst, share[src], size))
+    return base, key, degree
+
+
+def reference_of(live_keys: Any, quantile: float) -> tuple[float, int]:
+    """The tier reference among ``live_keys`` (numpy; unpinned, unfrozen memories): the key at
+    rank ``int(n · (1 − quantile))`` from the top (0: the maximum), and that rank."""
+    import numpy as np
+
+    if not len(live_keys):
+        return 0.0, 0
+    rank = int(len(live_keys) * (1.0 - quantile))
+    return float(-np.partition(-np.asarray(live_keys, float), rank)[rank]), rank
+
+
 def activation_key(own_base: float, neighbours: Iterable[tuple[float, int]], cfg: Config) -> float:
     """Key of a node's activation: its base plus ``spread`` times its neighbours' shares.
 

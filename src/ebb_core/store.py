@@ -209,7 +209,9 @@ class GraphStore(ABC):
         """Fast path for imports, as columns (see :mod:`ebb_core.records`).
 
         ``nodes`` are new (their ids do not exist yet); ``edges`` join nodes that exist once the
-        nodes are in. Scoring fields start at zero: the Brain recomputes them afterwards.
+        nodes are in. Scoring fields start at zero (the Brain recomputes them afterwards) unless
+        ``nodes`` carries ``base_key``, ``key`` and ``degree`` columns: then they are stored as
+        given (an import into empty namespaces computes them from the file).
         """
 
     # -- edges -------------------------------------------------------------------------------
