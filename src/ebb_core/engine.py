@@ -333,30 +333,11 @@ class Brain:
             )
         return changes
 
-    def _adjust(
-        self,
-        nodes: Mapping[str, Node],
-        *,
-        read: Mapping[str, int] | None = None,
-        new_edges: Sequence[Edge] = (),
-        changed: Sequence[tuple[Edge, Edge]] = (),
-        removed: Sequence[Edge] = (),
-        gone: Collection[str] = (),
-        fields: Mapping[str, Mapping[str, Any]] | None = None,
-    ) -> dict[str, float]:
-        """Plan one event's score changes (:meth:`_plan`) and apply them to the store.
-
-        Returns each node's new key as far as this event alone determines it.
+    def _adjust(self, nodes: Mapping[str, Node], **event: Any) -> dict[str, float]:
+        """Plan one event's score changes (:meth:`_plan`, same arguments) and apply them to
+        the store. Returns each node's new key as far as this event alone determines it.
         """
-        changes = self._plan(
-            nodes,
-            read=read,
-            new_edges=new_edges,
-            changed=changed,
-            removed=removed,
-            gone=gone,
-            fields=fields,
-        )
+        changes = self._plan(nodes, **event)
         self._s.store.adjust(self._ns, changes)
         return self._new_keys(nodes, changes)
 
