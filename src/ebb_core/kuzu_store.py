@@ -678,9 +678,20 @@ class KuzuStore(GraphStore):
                 for c in cols:
                     table[f"v_{c}"] = [_column_value(c, a.fields) for _, a in rows]
                 if len(rows) <= _SMALL:
-                    stmt = "MATCH (n:Memory {uid: $u}) SET " + _set_clause(deltas, cols, "$")
+                    match = "MATCH (n:Memory {uid: $u}) SET "
+                    stmt = match + _set_clause(deltas, cols, "$")
+                    # with the row cached (and already changed), the new scores as values
+                    held = match + _set_clause((), (*deltas, *cols), "$")
                     for k in range(len(rows)):
-                        self._q(stmt, {name: values[k] for name, values in table.items()})
+                        one = {name: values[k] for name, values in table.items()}
+                        row = self._rows_cache.rows.get(one["u"]) if deltas else None
+                        if row is None:
+                            self._q(stmt, one)
+                        else:
+                            for d in deltas:
+                                one[f"v_{d}"] = row[d]
+                                del one[f"d_{d}"]
+                            self._q(held, one)
                 else:
                     self._load(
                         "MATCH (n:Memory {uid: u}) SET " + _set_clause(deltas, cols, ""),
@@ -754,15 +765,23 @@ class KuzuStore(GraphStore):
                 parts.append(f"CREATE ({v}:Memory {{{props}, recent_links: ${v}_l}})")
                 params.update({f"{v}_{c}": row[c] for c in _node_params_keys()})
                 params[f"{v}_l"] = lists.get(uid(n.namespace, n.id), "")
+            # The copies take the change first: a memory whose row is cached (the Brain has
+            # just read it) gets its new scores as values, ~0.2 ms cheaper per memory than
+            # Kùzu adding to what it reads; the same float additions, so the same numbers.
+            self._adjust_copies(namespace, changes, False)
             sets: list[str] = []
             for node_id, adj in changes.items():
-                v = var[uid(namespace, node_id)]
+                u = uid(namespace, node_id)
+                v, held = var[u], self._rows_cache.rows.get(u)
                 for col, delta in (
                     ("base_key", adj.base_delta),
                     ("degree", adj.degree_delta),
                     ("key", adj.key_delta),
                 ):
-                    if delta:
+                    if delta and held is not None:
+                        sets.append(f"{v}.{col} = ${v}_a_{col}")
+                        params[f"{v}_a_{col}"] = held[col]
+                    elif delta:
                         sets.append(f"{v}.{col} = {v}.{col} + ${v}_d_{col}")
                         params[f"{v}_d_{col}"] = delta
                 for f, value in adj.fields.items():
@@ -789,11 +808,14 @@ class KuzuStore(GraphStore):
             offsets = [f"offset(id({var[u]}))" for u in new_uids]
             parts.append("RETURN " + ", ".join(offsets or ["1"]))
             query = " ".join(parts)
-            self._adjust_copies(namespace, changes, False)
             if final and self._depth <= 1 and not self._begun:
                 # Nothing was sent in this transaction and nothing will follow: the statement
                 # alone is the transaction, committed by Kùzu with it (no BEGIN, no COMMIT).
-                rows = self._q_locked(query, params, solo=True)
+                try:
+                    rows = self._q_locked(query, params, solo=True)
+                except BaseException:
+                    self._forget_cached()  # they took the change that did not happen
+                    raise
                 self._sealed = self._depth == 1
             else:
                 with self.transaction():
