@@ -287,3 +287,23 @@ def test_in_process_copies_follow_every_write(
     check()
     assert "note:doomed" not in {n.id for n in brain.top(50, depth=4)}
     brain.close()
+
+
+@pytest.mark.parametrize("snapshot", [True, False])
+def test_the_recall_snapshot_is_taken_by_processes_that_keep_reading(
+    tmp_path: Path, snapshot: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "snap.kuzu"
+    with Brain.open(db, namespace="s") as b:
+        ids = [b.remember(f"memory number {i}", id=f"note:{i}").id for i in range(80)]
+        expected = b.read(ids, reinforce=False)
+    monkeypatch.setenv("EBB_KUZU_SNAPSHOT", "1" if snapshot else "0")
+    store = KuzuStore(db)
+    b = Brain(store, namespace="s")
+    b.recall("memory number", k=3, reinforce=False)  # the recall columns, not the snapshot
+    assert store._cache.ready and store._cache.base is None
+    assert b.read(ids, reinforce=False) == expected  # 80 rows read one by one...
+    store._rows_cache.clear()
+    assert b.read(ids, reinforce=False) == expected  # ...then from the snapshot, if taken
+    assert (store._cache.base is not None) is snapshot
+    b.close()

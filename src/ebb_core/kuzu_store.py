@@ -284,7 +284,13 @@ class KuzuStore(GraphStore):
 
     backend = "kuzu"
 
-    def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        read_only: bool = False,
+        snapshot: bool | None = None,
+    ) -> None:
         kuzu = _kuzu.load()
         self._path = str(Path(path).expanduser().absolute())
         parent = Path(self._path).parent
@@ -328,6 +334,9 @@ class KuzuStore(GraphStore):
         self._cache = _RecallCache()
         self._rows_cache = _RowCache()
         self._row_reads = 0  # rows read from the table (see _row: when to take a snapshot)
+        if snapshot is None:  # EBB_KUZU_SNAPSHOT=0 keeps memory down on very large stores
+            snapshot = os.environ.get("EBB_KUZU_SNAPSHOT", "1").strip().lower() not in _OFF
+        self._snapshot = snapshot
         self._meta: dict[str, str | None] = {}
         self._closed = False
         for ext in ("fts",):
@@ -529,7 +538,7 @@ class KuzuStore(GraphStore):
             o = cache.offset.get(u)
             if o is None:
                 return None  # the offsets name every memory
-            if cache.base is None and self._row_reads >= _SNAPSHOT_AFTER:
+            if self._snapshot and cache.base is None and self._row_reads >= _SNAPSHOT_AFTER:
                 # This process keeps reading memories (an agent session, not one call):
                 # one scan of the table now is cheaper than ~0.7 ms per read from here on.
                 cache.attach(
@@ -1093,6 +1102,18 @@ class KuzuStore(GraphStore):
     ) -> list[Link]:
         """From each memory's list of its most recently reinforced links (a 1-hop expansion
         costs Kùzu a node-table scan per memory; this is one primary-key read each)."""
+        with self._lock:
+            return self._strongest_links(namespace, ids, now_us, half_life_us, min_decayed, limit)
+
+    def _strongest_links(
+        self,
+        namespace: str,
+        ids: Sequence[str],
+        now_us: int,
+        half_life_us: float,
+        min_decayed: float,
+        limit: int,
+    ) -> list[Link]:
         self._ensure_cache()
         out: list[tuple[float, Link]] = []
         live_tier, prefix, frozen = self._cache.live_tier, f"{namespace}{SEP}", int(Tier.FROZEN)
@@ -1567,6 +1588,7 @@ class KuzuStore(GraphStore):
 
 _ROW_KEYS = (*NODE_PROPERTIES, "recent_links")
 _SNAPSHOT_AFTER = 64  # rows read one by one before the recall snapshot is taken
+_OFF = ("0", "false", "no", "off")
 #: Row columns the recall snapshot keeps as Arrow (the rest are its numpy arrays and lists).
 _BASE_COLUMNS = tuple(c for c in _ROW_KEYS if c not in ("kind", "tier", "key", "pinned"))
 _TIERS = {int(t): t for t in Tier}
