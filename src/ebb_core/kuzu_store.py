@@ -365,6 +365,8 @@ class KuzuStore(GraphStore):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)
                 stmt = self._conn.prepare(query)
+            if len(self._prepared) >= _PREPARED_MAX:  # event statements vary in shape
+                self._prepared.clear()
             self._prepared[query] = stmt
         result = self._conn.execute(stmt, dict(params or {})) if solo else self._run(stmt, params)
         assert not isinstance(result, list)
@@ -1589,6 +1591,7 @@ class KuzuStore(GraphStore):
 _ROW_KEYS = (*NODE_PROPERTIES, "recent_links")
 _SNAPSHOT_AFTER = 64  # rows read one by one before the recall snapshot is taken
 _OFF = ("0", "false", "no", "off")
+_PREPARED_MAX = 512  # prepared statements kept (one per query text)
 #: Row columns the recall snapshot keeps as Arrow (the rest are its numpy arrays and lists).
 _BASE_COLUMNS = tuple(c for c in _ROW_KEYS if c not in ("kind", "tier", "key", "pinned"))
 _TIERS = {int(t): t for t in Tier}
