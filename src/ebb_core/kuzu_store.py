@@ -7,7 +7,7 @@ import os
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -752,7 +752,7 @@ class KuzuStore(GraphStore):
             return
         with self._lock:
             new_uids = {uid(n.namespace, n.id): n for n in new_nodes}
-            lists = self._merged_links(namespace, new_edges, set(new_uids))
+            lists = self._merged_links(new_edges, new_uids)
             params: dict[str, Any] = {}
             parts: list[str] = []
             var: dict[str, str] = {}
@@ -843,15 +843,14 @@ class KuzuStore(GraphStore):
                 if cached is not None:
                     cached["recent_links"] = encoded
 
-    def _merged_links(
-        self, namespace: str, edges: Sequence[Edge], fresh: set[str]
-    ) -> dict[str, str]:
-        """The encoded recent-link lists of the ends of ``edges`` once they exist (``fresh``
-        memories start from an empty list; unset lists stay unset, built on first use)."""
+    def _merged_links(self, edges: Sequence[Edge], fresh: Collection[str] = ()) -> dict[str, str]:
+        """The encoded recent-link lists of the ends of ``edges`` (by uid) once they exist
+        (``fresh`` memories start from an empty list; unset lists stay unset, built on first
+        use)."""
         lists: dict[str, list[list[Any]] | None] = {}
         for e in edges:
             for me, other, out in ((e.src, e.dst, 1), (e.dst, e.src, 0)):
-                u = uid(namespace, me)
+                u = uid(e.namespace, me)
                 if u not in lists:
                     raw = "" if u in fresh else self._recent_links(u)
                     lists[u] = None if raw is None else _decode_links(raw)
@@ -1051,24 +1050,8 @@ class KuzuStore(GraphStore):
 
     def _note_links(self, edges: Sequence[Edge]) -> None:
         """Keep each end's short list of its most recently reinforced links up to date."""
-        lists: dict[tuple[str, str], list[list[Any]] | None] = {}
-        for e in edges:
-            for me, other, out in ((e.src, e.dst, 1), (e.dst, e.src, 0)):
-                k = (e.namespace, me)
-                if k not in lists:
-                    raw = self._recent_links(uid(*k))
-                    # an unset list stays unset: it is built from all edges on first use
-                    lists[k] = None if raw is None else _decode_links(raw)
-                current = lists[k]
-                if current is not None:
-                    lists[k] = _merge_link(
-                        current, [other, e.kind, out, e.weight, to_us(e.reinforced_at)]
-                    )
-        for (ns, me), links in lists.items():
-            if links is None:
-                continue
-            encoded = _encode_links(links)
-            self._set_recent_links(uid(ns, me), encoded)
+        for u, encoded in self._merged_links(edges).items():
+            self._set_recent_links(u, encoded)
 
     def _recent_links(self, u: str) -> str | None:
         """A memory's encoded recent-link list (None: never built, or no such memory)."""
@@ -1105,37 +1088,27 @@ class KuzuStore(GraphStore):
         """From each memory's list of its most recently reinforced links (a 1-hop expansion
         costs Kùzu a node-table scan per memory; this is one primary-key read each)."""
         with self._lock:
-            return self._strongest_links(namespace, ids, now_us, half_life_us, min_decayed, limit)
-
-    def _strongest_links(
-        self,
-        namespace: str,
-        ids: Sequence[str],
-        now_us: int,
-        half_life_us: float,
-        min_decayed: float,
-        limit: int,
-    ) -> list[Link]:
-        self._ensure_cache()
-        out: list[tuple[float, Link]] = []
-        live_tier, prefix, frozen = self._cache.live_tier, f"{namespace}{SEP}", int(Tier.FROZEN)
-        for i in dict.fromkeys(ids):
-            row = self._row(prefix + i)
-            if row is None:
-                continue
-            raw = row["recent_links"]
-            links = (
-                _decode_links(raw) if raw is not None else self._build_recent_links(namespace, i)
-            )
-            for other, kind, outgoing, weight, at in links:
-                tier = live_tier(prefix + other)
-                if tier is None or tier >= frozen:
+            self._ensure_cache()
+            out: list[tuple[float, Link]] = []
+            live_tier, prefix, frozen = self._cache.live_tier, f"{namespace}{SEP}", int(Tier.FROZEN)
+            for i in dict.fromkeys(ids):
+                row = self._row(prefix + i)
+                if row is None:
                     continue
-                dw = weight * 2.0 ** (-max(now_us - at, 0) / half_life_us)  # scoring.decay
-                if dw >= min_decayed:
-                    out.append((dw, Link(i, other, kind, bool(outgoing), weight, at)))
-        out.sort(key=lambda p: (-p[0], p[1].other_id))
-        return [link for _, link in out[:limit]]
+                raw = row["recent_links"]
+                if raw is None:
+                    links = self._build_recent_links(namespace, i)
+                else:
+                    links = _decode_links(raw)
+                for other, kind, outgoing, weight, at in links:
+                    tier = live_tier(prefix + other)
+                    if tier is None or tier >= frozen:
+                        continue
+                    dw = weight * 2.0 ** (-max(now_us - at, 0) / half_life_us)  # scoring.decay
+                    if dw >= min_decayed:
+                        out.append((dw, Link(i, other, kind, bool(outgoing), weight, at)))
+            out.sort(key=lambda p: (-p[0], p[1].other_id))
+            return [link for _, link in out[:limit]]
 
     def _build_recent_links(self, namespace: str, node_id: str) -> list[list[Any]]:
         u = uid(namespace, node_id)
