@@ -763,6 +763,7 @@ class KuzuStore(GraphStore):
             params: dict[str, Any] = {}
             parts: list[str] = []
             var: dict[str, str] = {}
+            rows_of: dict[str, dict[str, Any]] = {}  # the new memories' stored rows
             ends = [uid(namespace, e) for edge in new_edges for e in (edge.src, edge.dst)]
             existing = [
                 u
@@ -776,13 +777,13 @@ class KuzuStore(GraphStore):
                 found = (f"({var[u]}:Memory {{uid: ${var[u]}_u}})" for u in existing)
                 parts.append("MATCH " + ", ".join(found))
             for k, n in enumerate(new_nodes):
-                v = f"n{k}"
-                var[uid(n.namespace, n.id)] = v
-                row = _node_params(n)
-                props = ", ".join(f"{c}: ${v}_{c}" for c in _node_params_keys())
-                parts.append(f"CREATE ({v}:Memory {{{props}, recent_links: ${v}_l}})")
-                params.update({f"{v}_{c}": row[c] for c in _node_params_keys()})
-                params[f"{v}_l"] = lists.get(uid(n.namespace, n.id), "")
+                v, u = f"n{k}", uid(n.namespace, n.id)
+                var[u] = v
+                rows_of[u] = row = {**node_row(n), "recent_links": lists.get(u, "")}
+                props = ", ".join(f"{c}: ${v}_{c}" for c in ("uid", *row))
+                parts.append(f"CREATE ({v}:Memory {{{props}}})")
+                params.update({f"{v}_{c}": value for c, value in row.items()})
+                params[f"{v}_uid"] = u
             # the copies take the change first (see _change_sets)
             self._adjust_copies(namespace, changes, False)
             sets: list[str] = []
@@ -824,7 +825,7 @@ class KuzuStore(GraphStore):
             if len(rows) != 1:  # the Brain checked every memory exists; this is a guard
                 raise NotFound(f"a memory this change needs is missing from {namespace!r}")
             for k, (u, n) in enumerate(new_uids.items()):
-                self._rows_cache.put(u, {**node_row(n), "recent_links": lists.get(u, "")})
+                self._rows_cache.put(u, rows_of[u])
                 if self._cache.ready:
                     self._cache.put(int(rows[0][k]), n)
             for u, encoded in lists.items():
