@@ -1204,7 +1204,9 @@ class Brain:
             for ns, x in zip(edge_ns.filter(outside).to_pylist(), far, strict=True):
                 dangling.setdefault(ns, set()).add(x)
         n_nodes, n_edges = len(node_cols["id"]), len(edge_cols["src"])
-        with self._s.lock, self._s.store.bulk_load(n_nodes), self._tx():
+        counts = {"nodes": n_nodes, "edges": n_edges, "audit": len(audits)}
+
+        def load() -> None:
             store = self._s.store
             for ns, ids in ids_by_ns.items():
                 clash = store.existing_ids(ns, list(ids))
@@ -1262,7 +1264,22 @@ class Brain:
                     self._reference_from(ns, node_cols, scores["key"])
                 else:
                     self._recompute(ns)
-        return {"nodes": n_nodes, "edges": n_edges, "audit": len(audits)}
+
+        gate, committed = _InterruptGate(), False
+        try:
+            with gate, self._s.lock, self._s.store.bulk_load(n_nodes):
+                with self._tx():
+                    load()
+                    # Ctrl-C from here waits for the commit to end, so that an interrupted
+                    # import is reported as what it is: rolled back, or committed.
+                    gate.hold()
+                committed = True
+                gate.release()  # a Ctrl-C during the commit is raised now, after it
+        except KeyboardInterrupt:
+            if committed:
+                raise CommittedInterrupt(counts) from None
+            raise
+        return counts
 
     def _file_keys(
         self,
@@ -1314,6 +1331,61 @@ class Brain:
         self._s.store.set_meta(f"reference:{namespace}", f"{key!r} {rank}")
 
     import_jsonl = import_
+
+
+class CommittedInterrupt(KeyboardInterrupt):
+    """Ctrl-C arrived after an import had committed (while its text index was being rebuilt,
+    which the next open of the store finishes): ``counts`` is what the import stored."""
+
+    def __init__(self, counts: dict[str, int]) -> None:
+        super().__init__(
+            f"interrupted after the import had committed: {counts['nodes']} memories, "
+            f"{counts['edges']} edges and {counts['audit']} audit entries are stored"
+        )
+        self.counts = counts
+
+
+class _InterruptGate:
+    """SIGINT handling for a critical stretch: while held, Ctrl-C is recorded instead of raised,
+    and ``release`` raises it. Only the main thread receives signals; elsewhere it does nothing."""
+
+    def __init__(self) -> None:
+        self._held = self._pending = False
+        self._previous: Any = None
+        self._installed = False
+
+    def __enter__(self) -> _InterruptGate:
+        import signal
+
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.getsignal(signal.SIGINT)
+            if previous is signal.default_int_handler:  # only replace Python's own handler
+                self._previous = previous
+                signal.signal(signal.SIGINT, self._on_sigint)
+                self._installed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
+            self._installed = False
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        if self._held:
+            self._pending = True
+        else:
+            raise KeyboardInterrupt
+
+    def hold(self) -> None:
+        self._held = True
+
+    def release(self) -> None:
+        self._held = False
+        if self._pending:
+            self._pending = False
+            raise KeyboardInterrupt
 
 
 def _applied(node: Node, adj: Adjustment) -> Node:

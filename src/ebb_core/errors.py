@@ -36,3 +36,27 @@ class StoreLocked(EbbError):
 
 class BackendUnavailable(EbbError):
     """The configured backend cannot be reached or is not installed."""
+
+
+class StorageError(EbbError):
+    """The store's files could not be read or written (an I/O error, or damage Ebb cannot undo
+    on its own). The message names the path and what to do (usually ``ebb doctor`` / ``ebb
+    repair``); nothing acknowledged before it was lost. CLI exit code 4."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class StoreFull(StorageError):
+    """A write could not be made because the disk (or the file-size limit) is full. The call
+    that raised it stored nothing; the store opens again once there is room. CLI exit code 5."""
+
+
+class NoStore(EbbError):
+    """A command that only reads was pointed at a path where no store exists (it creates none).
+    CLI exit code 6."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path

@@ -8,14 +8,23 @@ import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from . import _kuzu
 from .clock import from_us, to_us
-from .errors import BackendUnavailable, InvalidInput, NotFound, StoreLocked
+from .errors import (
+    BackendUnavailable,
+    EbbError,
+    InvalidInput,
+    NoStore,
+    NotFound,
+    StorageError,
+    StoreFull,
+    StoreLocked,
+)
 from .model import AuditEntry, Edge, Node, Tier
 from .records import NODE_PROPERTIES, field_value, node_from_row, node_row
 from .store import (
@@ -32,6 +41,12 @@ from .store import (
 SCHEMA_VERSION = "4"
 SEP = "\x1f"  # joins namespace and id into the primary key; control chars are refused in both
 FTS_INDEX = "memory_text"
+# Meta key recording the full-text index's state: "building" is committed before an index build
+# (or a bulk load that drops the index) starts and "ready" after it ends, so a store opened after
+# a kill at any point of the build knows to clean up and build again (see _ensure_text_index).
+INDEX_STATE = "text_index"
+STOPWORDS_TABLE = "default_english_stopwords"
+STOPWORDS = 570  # rows of Kùzu 0.11.3's default English stop-word table
 
 _NODE_COLS = (
     "id, ns, kind, text, props, created_us, updated_us, last_read_us, pinned, tier, "
@@ -315,10 +330,30 @@ class KuzuStore(GraphStore):
         *,
         read_only: bool = False,
         snapshot: bool | None = None,
+        create: bool = True,
+        rebuild: bool = True,
     ) -> None:
+        """Open (or, unless ``create`` is false, create) the store file at ``path``.
+
+        Opening cleans up after a writer killed at any point: Kùzu replays its WAL, and a
+        full-text index that a kill left missing, half-built or stale is dropped (with every
+        internal table of it) and rebuilt from the committed rows. Errors are ``EbbError``s:
+        :class:`StoreLocked`, :class:`NoStore` (``create=False``), :class:`StoreFull` and
+        :class:`StorageError` (the store cannot be read: ``ebb doctor`` / ``ebb repair``).
+        If a kill left the index in the one state Kùzu cannot clean up (``rebuild``, the
+        default), the store is rebuilt from its rows (:func:`repair.rebuild_in_place`), the
+        old file kept beside it, and a :class:`StoreRebuilt` warning says where.
+        """
         kuzu = _kuzu.load()
         self._path = str(Path(path).expanduser().absolute())
         parent = Path(self._path).parent
+        if not create and not Path(self._path).exists():
+            raise NoStore(
+                f"there is no Ebb store at {self._path} (nothing was created): point --db or "
+                "EBB_DB_PATH at an existing store, or create one by writing to it "
+                "(`ebb remember TEXT`, `ebb import FILE`)",
+                path=self._path,
+            )
         if not parent.exists():
             raise InvalidInput(
                 f"cannot create the store at {self._path}: folder {parent} does not exist",
@@ -347,8 +382,7 @@ class KuzuStore(GraphStore):
                     "moment, or stop that process",
                     path=self._path,
                 ) from None
-            raise BackendUnavailable(f"cannot open the Kùzu store {self._path}: {msg}") from None
-        self._conn = kuzu.Connection(self._db)
+            raise storage_error(exc, self._path, "open") from None
         self._lock = threading.RLock()
         self._depth = 0
         self._begun = False  # the current transaction has sent BEGIN
@@ -364,12 +398,44 @@ class KuzuStore(GraphStore):
         self._snapshot = snapshot
         self._meta: dict[str, str | None] = {}
         self._closed = False
-        for ext in ("fts",):
-            self._conn.execute(f"LOAD EXTENSION {ext}")
-        if not read_only:
-            self._ensure_schema()
-            if recovering:
-                self.rebuild_text_index()
+        try:
+            self._conn = kuzu.Connection(self._db)
+            for ext in ("fts",):
+                self._conn.execute(f"LOAD EXTENSION {ext}")
+            if not read_only:
+                self._ensure_schema()
+                self._ensure_text_index(force=recovering)
+        except _IndexWedged:
+            self._abandon()
+            if not rebuild:
+                raise
+            # The one state cleaning up cannot mend (see _drop_text_index): every row is
+            # copied into a new file, which takes the store's place; the old one is kept.
+            from .repair import rebuild_in_place
+
+            aside = rebuild_in_place(self._path)
+            warnings.warn(
+                f"the store {self._path} was rebuilt from its rows after a crash left its "
+                f"text index unrecoverable; the damaged file is kept at {aside}",
+                StoreRebuilt,
+                stacklevel=2,
+            )
+            self.__init__(path, read_only=read_only, snapshot=snapshot, rebuild=False)  # type: ignore[misc]
+        except BaseException as exc:
+            self._abandon()
+            if isinstance(exc, RuntimeError):
+                raise storage_error(exc, self._path, "open") from None
+            raise
+
+    def _abandon(self) -> None:
+        """Release the engine after a failed open (never raises: the cause is what matters)."""
+        self._closed = True
+        for thing in (getattr(self, "_conn", None), self._db):
+            try:
+                if thing is not None:
+                    thing.close()
+            except Exception:  # already failing: the first error is the one reported
+                pass
 
     # -- plumbing ------------------------------------------------------------------------------
     @property
@@ -393,59 +459,160 @@ class KuzuStore(GraphStore):
             if len(self._prepared) >= _PREPARED_MAX:  # event statements vary in shape
                 self._prepared.clear()
             self._prepared[query] = stmt
-        result = self._conn.execute(stmt, dict(params or {})) if solo else self._run(stmt, params)
+        if not solo:
+            result = self._run(stmt, params)
+        else:
+            try:
+                result = self._conn.execute(stmt, dict(params or {}))
+            except RuntimeError as exc:
+                raise storage_error(exc, self._path) from None
         assert not isinstance(result, list)
-        return _all(result)
+        try:
+            return _all(result)
+        except RuntimeError as exc:
+            raise storage_error(exc, self._path) from None
 
     def _run(self, query: Any, params: Mapping[str, Any] | None = None) -> Any:
         """Execute a statement, first opening the current transaction if it is not open yet.
 
         Transactions begin lazily: one that only reads never opens (this process is the only
         writer, so its reads agree), and one whose only write is a final :meth:`write_event`
-        sends that write alone, committed with the statement (see ``transaction``).
+        sends that write alone, committed with the statement (see ``transaction``). A Kùzu
+        error comes out as an ``EbbError`` (see :func:`storage_error`).
         """
         if self._depth:
             if self._sealed:
-                raise RuntimeError(
+                raise RuntimeError(  # a bug in the caller, not a storage failure
                     "a statement after a final write_event: that write is already committed"
                 )
             if not self._begun:
                 self._exec("BEGIN TRANSACTION")
                 self._begun = True
-        return self._conn.execute(query, dict(params or {}))
+        try:
+            return self._conn.execute(query, dict(params or {}))
+        except RuntimeError as exc:
+            raise storage_error(exc, self._path) from None
 
     def _exec(self, query: str) -> None:
-        self._conn.execute(query)
+        try:
+            self._conn.execute(query)
+        except RuntimeError as exc:
+            raise storage_error(exc, self._path) from None
 
     def _ensure_schema(self) -> None:
         with self._lock:
             existing = {r[0] for r in self._rows("CALL show_tables() RETURN name")}
             for ddl in _SCHEMA:
                 self._exec(ddl)
-            if "Memory" not in existing:
-                self.set_meta("schema_version", SCHEMA_VERSION)
-            if not self._has_text_index():
-                self._create_text_index()
             version = self.get_meta("schema_version")
+            if "Memory" not in existing or (
+                version is None and not self._rows("MATCH (m:Memory) RETURN m.uid LIMIT 1")
+            ):
+                # A new store, or one whose creation was killed before its version was written
+                # (each DDL statement commits on its own): it holds no memory yet.
+                self.set_meta("schema_version", SCHEMA_VERSION)
+                version = SCHEMA_VERSION
             if version != SCHEMA_VERSION:
                 raise BackendUnavailable(
                     f"the store {self._path} has schema version {version!r}; this Ebb expects "
                     f"{SCHEMA_VERSION}: export it with the Ebb that wrote it and import it here"
                 )
 
+    # -- the full-text index -------------------------------------------------------------------
+    # CREATE_FTS_INDEX on Kùzu 0.11.3 is a script of auto-committed statements (stop-word table,
+    # a temporary table, docs and terms tables, a rel table, then the index's catalog entry),
+    # and DROP_FTS_INDEX removes the entry first and the tables after. A kill in between leaves
+    # internal tables behind, which make every later CREATE_FTS_INDEX fail ("Table:
+    # 0_memory_text_docs already exists"): that is how a killed import used to wedge a store.
+    # Every build therefore commits INDEX_STATE="building" first, drops whatever exists of the
+    # index (its entry and every internal table named after it, reachable once
+    # `enable_internal_catalog` is on), builds, and commits "ready". Each step can be redone, so
+    # a kill at any point leaves "building" (or no index) and the next open builds again.
+
     def rebuild_text_index(self) -> None:
         """Drop and rebuild the full-text index from the table (after crash recovery)."""
         with self._lock:
-            self._drop_text_index()
+            self._build_text_index()
+
+    def _ensure_text_index(self, *, force: bool = False) -> bool:
+        """Build the index unless it is present and its last build finished. True if built."""
+        with self._lock:
+            if not force and self.text_index_state() == "ready":
+                return False
+            self._build_text_index()
+            return True
+
+    def text_index_state(self) -> str:
+        """``ready``; ``building`` (a build or bulk load did not finish); ``missing``."""
+        with self._lock:
+            present = self._has_text_index()
+            state = self.get_meta(INDEX_STATE)
+            if not present:
+                return "missing"
+            # No state recorded: built by an Ebb before the state was kept, whose builds
+            # register the index as their last step, so a present index is complete.
+            return "building" if state == "building" else "ready"
+
+    def _build_text_index(self) -> None:
+        self.set_meta(INDEX_STATE, "building")  # committed before anything is dropped
+        self._drop_text_index()
+        try:
             self._create_text_index()
+        except StorageError as exc:
+            if any(w in str(exc) for w in _WEDGED):
+                raise _IndexWedged(str(exc), path=self._path) from None
+            raise
+        self.set_meta(INDEX_STATE, "ready")
 
     def _has_text_index(self) -> bool:
         return any(r[1] == FTS_INDEX for r in self._rows("CALL show_indexes() RETURN *"))
 
     def _drop_text_index(self) -> None:
+        """Remove the index and everything a killed build or drop left of it."""
         self._prepared.clear()
-        if self._has_text_index():
-            self._exec(f"CALL DROP_FTS_INDEX('Memory', '{FTS_INDEX}')")
+        # No entry (or a half-dropped one) fails here: the sweep below removes what is left.
+        with suppress(RuntimeError):
+            self._conn.execute(f"CALL DROP_FTS_INDEX('Memory', '{FTS_INDEX}')")
+        for name, _kind in self.text_index_leftovers():
+            self._exec_internal(f"DROP TABLE `{name}`")
+        stop = self._internal_rows(f"MATCH (s:`{STOPWORDS_TABLE}`) RETURN count(*)")
+        if stop is not None and stop[0][0] != STOPWORDS:  # a build killed while filling it
+            self._exec_internal(f"DROP TABLE `{STOPWORDS_TABLE}`")
+        # A dropped index left in the WAL is replayed by the next open before the fts extension
+        # is loaded, which leaves the index in the table's storage but not in the catalog:
+        # every later CREATE_FTS_INDEX fails and an insert crashes the process (0.11.3). A
+        # checkpoint now takes the drop out of the WAL.
+        self._exec("CHECKPOINT")
+
+    def text_index_leftovers(self) -> list[tuple[str, str]]:
+        """Kùzu's internal tables of the text index (name, NODE/REL), rel tables first.
+
+        With the index present these are its tables; without it, what a killed build left.
+        """
+        table_id = self._rows("CALL show_tables() WHERE name = 'Memory' RETURN id")[0][0]
+        prefix = f"{table_id}_{FTS_INDEX}_"
+        rows = self._internal_rows("CALL show_tables() RETURN name, type") or []
+        found = [(r[0], r[1]) for r in rows if str(r[0]).startswith(prefix)]
+        return sorted(found, key=lambda r: (r[1] != "REL", r[0]))
+
+    def _internal_rows(self, query: str) -> list[list[Any]] | None:
+        """Rows of ``query`` run with Kùzu's internal tables visible; None if it failed."""
+        self._exec("CALL enable_internal_catalog=true")
+        try:
+            result = self._conn.execute(query)
+            assert not isinstance(result, list)
+            return _all(result)
+        except RuntimeError:
+            return None
+        finally:
+            self._exec("CALL enable_internal_catalog=false")
+
+    def _exec_internal(self, query: str) -> None:
+        self._exec("CALL enable_internal_catalog=true")
+        try:
+            self._exec(query)
+        finally:
+            self._exec("CALL enable_internal_catalog=false")
 
     def _create_text_index(self) -> None:
         self._prepared.clear()
@@ -455,23 +622,39 @@ class KuzuStore(GraphStore):
     def bulk_load(self, rows: int) -> Iterator[None]:
         # Keeping the full-text index current row by row makes COPY ~5x slower; for a load at
         # least as big as the table already is, dropping it and rebuilding it afterwards is
-        # cheaper. Kùzu only allows this outside a transaction, hence a context of its own; a
-        # store opened after a crash in between finds the index missing and builds it.
+        # cheaper. Kùzu only allows this outside a transaction, hence a context of its own. The
+        # index state is "building" from before the drop until the rebuild ends, so a store
+        # opened after a kill in between rebuilds it from whatever the load committed.
         with self._lock:
             total = self._q("MATCH (m:Memory) RETURN count(*)")[0][0]
             rebuild = rows >= 5000 and rows >= total and not self._depth
             if rebuild:
+                self.set_meta(INDEX_STATE, "building")
                 self._drop_text_index()
+            failed = False
             try:
                 yield
+            except BaseException:
+                failed = True
+                raise
             finally:
                 if rebuild:
-                    self._create_text_index()
+                    try:
+                        self._create_text_index()
+                        self.set_meta(INDEX_STATE, "ready")
+                    except EbbError:
+                        # Left "building": rebuilt on the next open. An error of the load
+                        # itself is the one to report.
+                        if not failed:
+                            raise
 
     def _rows(self, query: str) -> list[list[Any]]:
         result = self._run(query)
         assert not isinstance(result, list)
-        return _all(result)
+        try:
+            return _all(result)
+        except RuntimeError as exc:
+            raise storage_error(exc, self._path) from None
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -505,7 +688,7 @@ class KuzuStore(GraphStore):
             return
         try:
             self._exec("ROLLBACK")
-        except RuntimeError as exc:
+        except StorageError as exc:
             # A failed statement already aborted the transaction inside Kùzu.
             if "no active transaction" not in str(exc).lower():
                 raise
@@ -1389,7 +1572,10 @@ class KuzuStore(GraphStore):
     def _arrow(self, query: str, params: Mapping[str, Any]) -> Any:
         result = self._run(query, params)
         assert not isinstance(result, list)
-        return result.get_as_arrow(chunk_size=1_000_000).combine_chunks()
+        try:
+            return result.get_as_arrow(chunk_size=1_000_000).combine_chunks()
+        except RuntimeError as exc:
+            raise storage_error(exc, self._path) from None
 
     def scale_keys(self, factor: float) -> None:
         self._cache.ready = False  # every stored base and key changes
@@ -1669,6 +1855,45 @@ def _kinds_filter(kinds: Sequence[str]) -> str:
 
 def _kinds_param(kinds: Sequence[str]) -> dict[str, Any]:
     return {"kinds": list(kinds)} if kinds else {}
+
+
+_FULL = ("no space left", "disk full", "file too large", "errno 28", "errno 27", "enospc", "efbig")
+
+
+# CREATE_FTS_INDEX's errors when Kùzu's storage still holds an index its catalog has lost.
+_WEDGED = ("already exists", "is not loaded yet")
+
+
+class _IndexWedged(StorageError):
+    """The text index cannot be rebuilt in this file (see ``_drop_text_index``)."""
+
+
+class StoreRebuilt(UserWarning):
+    """A store was rebuilt from its rows on open; the message names the kept original."""
+
+
+def storage_error(exc: BaseException, path: str, doing: str = "") -> StorageError:
+    """The ``EbbError`` for an error Kùzu raised on the store at ``path``.
+
+    A full disk (or a file-size limit) is :class:`StoreFull`; anything else the engine reports
+    is a :class:`StorageError` naming the store and the way out (``ebb doctor`` / ``ebb
+    repair``). Kùzu reports every failure as a bare ``RuntimeError``, so the text decides.
+    """
+    msg = str(exc).strip() or type(exc).__name__
+    low = msg.lower()
+    what = f"cannot {doing} the store {path}" if doing else f"the store {path} failed"
+    if any(f in low for f in _FULL):
+        return StoreFull(
+            f"{what}: the disk is full ({msg}); the write that hit it was not stored. Free "
+            "some space (or raise the file-size limit) and retry: the store opens again once "
+            "there is room",
+            path=path,
+        )
+    return StorageError(
+        f"{what}: {msg}. Check it with `ebb --db {path} doctor`; `ebb --db {path} repair` "
+        "fixes what it can without losing a committed memory",
+        path=path,
+    )
 
 
 def _all(result: Any) -> list[list[Any]]:

@@ -1,0 +1,347 @@
+"""``ebb doctor`` and ``ebb repair``: check an embedded store, and mend it without losing a row.
+
+:func:`diagnose` opens the file with the raw engine (Kùzu replays its WAL, nothing else is
+changed) and reports what it finds: whether it opens, the counts, the schema version, the
+full-text index (present, finished, complete: one entry per memory with an indexable word,
+and no internal tables left over by a killed build), and WAL / ``.shadow`` files.
+
+:func:`repair` first lets :class:`~ebb_core.kuzu_store.KuzuStore` open the store (which cleans
+up after a killed writer and rebuilds the index). If that fails, it **salvages**: every row the
+raw engine can still read (memories, links, audit entries, metadata) is copied into a new store,
+the damaged file is moved aside (never deleted) and the new store takes its place, unless
+``into`` names another path, in which case the original is left untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import _kuzu
+from .errors import EbbError, NoStore, StorageError, StoreLocked
+
+_TOKEN_SPLIT = re.compile(r"[0-9!@#$%^&*()_+={}\[\]:;<>,.?~\\/|'\"`-]+")
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+@dataclass
+class Report:
+    """What :func:`diagnose` or :func:`repair` found or did (``ok``: nothing is wrong now)."""
+
+    path: str
+    checks: list[Check] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    actions: list[str] = field(default_factory=list)
+    salvaged_to: str | None = None
+    damaged_copy: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def add(self, name: str, ok: bool, detail: str) -> None:
+        self.checks.append(Check(name, ok, detail))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "ok": self.ok,
+            "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in self.checks],
+            "counts": dict(self.counts),
+            "actions": list(self.actions),
+            "salvaged_to": self.salvaged_to,
+            "damaged_copy": self.damaged_copy,
+        }
+
+
+def _rows(conn: Any, query: str) -> list[list[Any]]:
+    result = conn.execute(query)
+    assert not isinstance(result, list)
+    rows: list[list[Any]] = []
+    while result.has_next():
+        rows.append(result.get_next())
+    return rows
+
+
+def _internal(conn: Any, query: str) -> list[list[Any]]:
+    conn.execute("CALL enable_internal_catalog=true")
+    try:
+        return _rows(conn, query)
+    finally:
+        conn.execute("CALL enable_internal_catalog=false")
+
+
+def _tokens(text: str | None, stop: set[str]) -> bool:
+    """Whether Kùzu's FTS tokenizer finds an indexable word in ``text`` (its macro, in Python)."""
+    if not text:
+        return False
+    return any(t and t not in stop for t in _TOKEN_SPLIT.sub(" ", text.lower()).split(" "))
+
+
+def _open_raw(path: str) -> tuple[Any, Any]:
+    kuzu = _kuzu.load()
+    try:
+        db = kuzu.Database(path)
+    except RuntimeError as exc:
+        if "lock" in str(exc).lower():
+            raise StoreLocked(
+                f"the store {path} is open in another process: stop it, then run this again",
+                path=path,
+            ) from None
+        raise
+    conn = kuzu.Connection(db)
+    conn.execute("LOAD EXTENSION fts")
+    return db, conn
+
+
+def diagnose(path: str | Path) -> Report:
+    """Check the embedded store at ``path`` (see the module docstring). Changes nothing but
+    what Kùzu's own WAL replay does."""
+    from .kuzu_store import FTS_INDEX, INDEX_STATE, SCHEMA_VERSION
+
+    p = Path(path).expanduser().absolute()
+    report = Report(str(p))
+    if not p.exists():
+        raise NoStore(f"there is no Ebb store at {p}: nothing to check", path=str(p))
+    wal, shadow = Path(f"{p}.wal"), Path(f"{p}.shadow")
+    wal_size = wal.stat().st_size if wal.exists() else 0
+    report.add(
+        "wal",
+        True,
+        f"a WAL of {wal_size} bytes: the last writer did not close cleanly; opening replays it"
+        if wal_size
+        else "no pending WAL (the last writer closed cleanly)",
+    )
+    if shadow.exists():
+        report.add("shadow", True, f"{shadow} exists: a checkpoint was interrupted; Kùzu redoes it")
+    try:
+        db, conn = _open_raw(str(p))
+    except StoreLocked:
+        raise
+    except RuntimeError as exc:
+        report.add("opens", False, f"Kùzu cannot open it: {exc} (`ebb repair` salvages it)")
+        return report
+    try:
+        report.add("opens", True, "Kùzu opens it")
+        tables = {r[0] for r in _rows(conn, "CALL show_tables() RETURN name")}
+        missing = {"Memory", "Link", "Audit", "Meta"} - tables
+        report.add(
+            "schema",
+            not missing,
+            f"tables missing: {sorted(missing)}" if missing else "Memory, Link, Audit, Meta",
+        )
+        if missing:
+            return report
+        meta = {r[0]: r[1] for r in _rows(conn, "MATCH (m:Meta) RETURN m.key, m.value")}
+        version = meta.get("schema_version")
+        report.add(
+            "schema version",
+            version == SCHEMA_VERSION,
+            f"{version!r} (this Ebb writes {SCHEMA_VERSION!r})",
+        )
+        for name, query in (
+            ("memories", "MATCH (m:Memory) RETURN count(*)"),
+            ("links", "MATCH ()-[e:Link]->() RETURN count(*)"),
+            ("audit entries", "MATCH (a:Audit) RETURN count(*)"),
+            ("namespaces", "MATCH (m:Memory) RETURN count(DISTINCT m.ns)"),
+        ):
+            try:
+                report.counts[name] = int(_rows(conn, query)[0][0])
+            except RuntimeError as exc:
+                report.add(f"read {name}", False, f"cannot read them: {exc}")
+        report.add("rows", True, ", ".join(f"{v} {k}" for k, v in report.counts.items()))
+        _check_index(conn, report, meta.get(INDEX_STATE), FTS_INDEX)
+    finally:
+        conn.close()
+        db.close()
+    return report
+
+
+def _check_index(conn: Any, report: Report, state: str | None, name: str) -> None:
+    from .kuzu_store import STOPWORDS_TABLE
+
+    present = any(r[1] == name for r in _rows(conn, "CALL show_indexes() RETURN *"))
+    table_id = _rows(conn, "CALL show_tables() WHERE name = 'Memory' RETURN id")[0][0]
+    prefix = f"{table_id}_{name}_"
+    internal = [r[0] for r in _internal(conn, "CALL show_tables() RETURN name")]
+    own = sorted(t for t in internal if str(t).startswith(prefix))
+    if not present:
+        report.add(
+            "text index",
+            False,
+            "missing"
+            + (f", with leftovers of a killed build: {own}" if own else "")
+            + " (opening the store with Ebb, or `ebb repair`, rebuilds it)",
+        )
+        return
+    if state == "building":
+        report.add(
+            "text index",
+            False,
+            "present but its last build did not finish (rebuilt on the next open)",
+        )
+        return
+    expected = {f"{prefix}docs", f"{prefix}terms", f"{prefix}appears_in"}
+    if set(own) != expected:
+        report.add("text index", False, f"internal tables {own}, expected {sorted(expected)}")
+        return
+    stop = {r[0] for r in _internal(conn, f"MATCH (s:`{STOPWORDS_TABLE}`) RETURN s.sw")}
+    docs = int(_internal(conn, f"MATCH (d:`{prefix}docs`) RETURN count(*)")[0][0])
+    texts = _rows(conn, "MATCH (m:Memory) RETURN m.text")
+    want = sum(1 for (t,) in texts if _tokens(t, stop))
+    report.add(
+        "text index",
+        docs == want,
+        f"present and complete: {docs} memories indexed"
+        if docs == want
+        else f"incomplete: {docs} memories indexed, {want} have indexable words "
+        "(`ebb repair` rebuilds it)",
+    )
+
+
+def repair(path: str | Path, *, into: str | Path | None = None) -> Report:
+    """Mend the store at ``path`` without losing a committed row (see the module docstring)."""
+    from .kuzu_store import KuzuStore
+
+    p = Path(path).expanduser().absolute()
+    if not p.exists():
+        raise NoStore(f"there is no Ebb store at {p}: nothing to repair", path=str(p))
+    report = Report(str(p))
+    if into is None:
+        try:
+            store = KuzuStore(p)
+        except StoreLocked:
+            raise
+        except EbbError as exc:
+            report.actions.append(f"Ebb could not open it ({exc}); salvaging its rows")
+        else:
+            try:
+                store.rebuild_text_index()
+                report.actions.append("opened it and rebuilt the text index from the table")
+            finally:
+                store.close()
+            after = diagnose(p)
+            report.checks, report.counts = after.checks, after.counts
+            return report
+    target = Path(into).expanduser().absolute() if into else _beside(p, "salvaged")
+    salvage(p, target, report)
+    if into is None:
+        aside = _swap_in(p, target)
+        report.damaged_copy = str(aside)
+        report.salvaged_to = str(p)
+        report.actions.append(f"moved the damaged file to {aside} (kept, not deleted)")
+        report.actions.append(f"put the salvaged store in its place at {p}")
+    else:
+        report.salvaged_to = str(target)
+    after = diagnose(report.salvaged_to)
+    report.checks = after.checks
+    return report
+
+
+def _beside(p: Path, what: str) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    candidate = p.with_name(f"{p.name}.{what}-{stamp}")
+    n = 1
+    while candidate.exists():
+        n += 1
+        candidate = p.with_name(f"{p.name}.{what}-{stamp}-{n}")
+    return candidate
+
+
+_TABLES = {
+    "Memory": (
+        "MATCH (m:Memory) RETURN m.uid, m.id, m.ns, m.kind, m.text, m.props, m.created_us, "
+        "m.updated_us, m.last_read_us, m.pinned, m.tier, m.review_reason, m.queued_us, "
+        "m.base_key, m.key, m.degree, m.recent_links"
+    ),
+    "Link": (
+        "MATCH (a:Memory)-[e:Link]->(b:Memory) RETURN a.uid, b.uid, e.kind, e.weight, "
+        "e.created_us, e.reinforced_us, e.props"
+    ),
+    "Audit": (
+        "MATCH (a:Audit) RETURN a.uid, a.ns, a.seq, a.at_us, a.action, a.node_id, a.from_tier, "
+        "a.to_tier, a.actor, a.reason, a.payload"
+    ),
+    "Meta": "MATCH (m:Meta) RETURN m.key, m.value",
+}
+
+
+def salvage(src: str | Path, dest: str | Path, report: Report | None = None) -> Report:
+    """Copy every row the raw engine can read from the store at ``src`` into a new store at
+    ``dest`` (which must not exist); the index is built from the copied rows."""
+    from .kuzu_store import INDEX_STATE, KuzuStore
+
+    src, dest = Path(src), Path(dest)
+    report = report or Report(str(src))
+    if dest.exists():
+        raise StorageError(f"{dest} already exists: choose another path to salvage into")
+    db, conn = _open_raw(str(src))
+    tables: dict[str, Any] = {}
+    try:
+        for name, query in _TABLES.items():
+            try:
+                result = conn.execute(query)
+                assert not isinstance(result, list)
+                tables[name] = result.get_as_arrow(chunk_size=1_000_000)
+            except RuntimeError as exc:
+                report.actions.append(f"could not read {name} ({exc}): not salvaged")
+    finally:
+        conn.close()
+        db.close()
+    store = KuzuStore(dest)
+    try:
+        with store.bulk_load(1 << 62):  # the index is built once, after the copy
+            for name in ("Memory", "Link", "Audit"):
+                table = tables.get(name)
+                if table is not None and table.num_rows:
+                    store._run(f"COPY {name} FROM $t", {"t": table})
+            meta = tables.get("Meta")
+            for key, value in zip(
+                meta.column(0).to_pylist() if meta is not None else [],
+                meta.column(1).to_pylist() if meta is not None else [],
+                strict=True,
+            ):
+                if key != INDEX_STATE:
+                    store.set_meta(key, value)
+    finally:
+        store.close()
+    for name in ("Memory", "Link", "Audit", "Meta"):
+        table = tables.get(name)
+        report.counts[f"salvaged {name}"] = 0 if table is None else int(table.num_rows)
+    report.actions.append(
+        f"salvaged into {dest}: "
+        + ", ".join(f"{report.counts[f'salvaged {n}']} {n}" for n in ("Memory", "Link", "Audit"))
+    )
+    return report
+
+
+def rebuild_in_place(path: str | Path) -> Path:
+    """Salvage the store at ``path`` into a new file that takes its place; return where the old
+    file was kept. Used on open when a kill left the index unrecoverable."""
+    p = Path(path)
+    target = _beside(p, "rebuilding")
+    salvage(p, target)
+    return _swap_in(p, target)
+
+
+def _swap_in(p: Path, new: Path) -> Path:
+    """Put the store ``new`` at ``p``, keeping the old file beside it. A kill at any point
+    leaves either the old store or the new one at ``p``, never nothing."""
+    aside = _beside(p, "damaged")
+    os.link(p, aside)  # the old file stays reachable under its new name
+    for suffix in (".wal", ".shadow"):  # the old file's own logs go with it
+        log = Path(f"{p}{suffix}")
+        if log.exists():
+            os.replace(log, f"{aside}{suffix}")
+    os.replace(new, p)
+    return aside
