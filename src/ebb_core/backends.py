@@ -19,12 +19,14 @@ def open_store(
     *,
     read_only: bool = False,
     wait: float = 0.0,
+    create: bool = True,
 ) -> GraphStore:
     """Open the store named by ``backend`` (default ``EBB_BACKEND``, else ``kuzu``).
 
     Kùzu reads ``path`` (default ``EBB_DB_PATH``, else ``./ebb_db``); Neo4j reads ``NEO4J_URI``,
     ``NEO4J_USER``, ``NEO4J_PASSWORD`` and ``NEO4J_DATABASE``. ``wait`` seconds are spent
-    retrying while another process holds the embedded store open.
+    retrying while another process holds the embedded store open. ``create=False``: an
+    embedded store that does not exist raises :class:`~ebb_core.errors.NoStore` (none is made).
     """
     name = (backend or os.environ.get("EBB_BACKEND") or "kuzu").strip().lower()
     if name == "kuzu":
@@ -34,7 +36,7 @@ def open_store(
         deadline = time.monotonic() + max(wait, 0.0)
         while True:
             try:
-                return KuzuStore(Path(where), read_only=read_only)
+                return KuzuStore(Path(where), read_only=read_only, create=create)
             except StoreLocked:
                 if time.monotonic() >= deadline:
                     raise

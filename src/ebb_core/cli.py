@@ -20,8 +20,25 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from .engine import Brain
-from .errors import EbbError, InvalidInput, NotFound, StoreLocked
+from .engine import Brain, CommittedInterrupt
+from .errors import (
+    EbbError,
+    InvalidInput,
+    NoStore,
+    NotFound,
+    StorageError,
+    StoreFull,
+    StoreLocked,
+)
+
+# Exit codes (documented in the README's command-line section).
+EXIT_ERROR = 1  # any other Ebb error (e.g. a backend that is not installed)
+EXIT_INPUT = 2  # bad input or an unknown id
+EXIT_LOCKED = 3  # another process holds the embedded store
+EXIT_STORAGE = 4  # the store cannot be read or written (`ebb doctor`, `ebb repair`)
+EXIT_FULL = 5  # the disk is full: nothing of the failed call was stored
+EXIT_NO_STORE = 6  # a read command on a path with no store (none is created)
+EXIT_INTERRUPTED = 130  # Ctrl-C: what was in progress was rolled back
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -44,15 +61,29 @@ def handle_errors(fn: F) -> F:
         except (SystemExit, click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except StoreLocked as exc:
-            _fail(str(exc), 3)
+            _fail(str(exc), EXIT_LOCKED)
         except (NotFound, InvalidInput) as exc:
-            _fail(str(exc), 2)
+            _fail(str(exc), EXIT_INPUT)
+        except StoreFull as exc:
+            _fail(str(exc), EXIT_FULL)
+        except StorageError as exc:
+            _fail(str(exc), EXIT_STORAGE)
+        except NoStore as exc:
+            _fail(str(exc), EXIT_NO_STORE)
         except EbbError as exc:
-            _fail(str(exc), 1)
+            _fail(str(exc), EXIT_ERROR)
         except KeyboardInterrupt:
-            _fail("interrupted", 130)
+            _fail("interrupted: the change in progress was rolled back", EXIT_INTERRUPTED)
         except BrokenPipeError:  # e.g. `ebb recall ... | head`
             raise SystemExit(0) from None
+        except RuntimeError as exc:  # the engine's own errors are RuntimeErrors
+            if os.environ.get("EBB_DEBUG"):
+                raise
+            _fail(
+                f"the store failed: {exc}. Check it with `ebb doctor`; `ebb repair` fixes what "
+                "it can without losing a committed memory",
+                EXIT_STORAGE,
+            )
         except Exception as exc:
             if os.environ.get("EBB_DEBUG"):
                 raise
@@ -80,9 +111,13 @@ class Ctx:
         self.db, self.backend, self.namespace = db, backend, namespace
 
     @contextmanager
-    def brain(self) -> Iterator[Brain]:
+    def brain(self, *, create: bool = True) -> Iterator[Brain]:
+        """The Brain for this command; ``create=False`` (read commands): never create a store,
+        raise :class:`NoStore` where there is none."""
         # An `ebb mcp` server holds the embedded store only during a call: wait those out.
-        brain = Brain.open(self.db, backend=self.backend, namespace=self.namespace, wait=15.0)
+        brain = Brain.open(
+            self.db, backend=self.backend, namespace=self.namespace, wait=15.0, create=create
+        )
         try:
             yield brain
         finally:
@@ -101,6 +136,18 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 def main(ctx: click.Context, db: str | None, backend: str | None, namespace: str | None) -> None:
     """Ebb: long-term memory for AI agents, kept as a graph."""
     ctx.obj = Ctx(db, backend, namespace)
+    import warnings
+
+    from .kuzu_store import StoreRebuilt
+
+    def show(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, StoreRebuilt):
+            err.print(f"[bold yellow]warning:[/] {message}", markup=True)
+        else:
+            default_show(message, category, *args, **kwargs)
+
+    default_show = warnings.showwarning
+    warnings.showwarning = show
 
 
 pass_ctx = click.make_pass_decorator(Ctx)
@@ -174,7 +221,7 @@ def recall(
     as_json: bool,
 ) -> None:
     """Find the memories most relevant to QUERY, and why each surfaced."""
-    with c.brain() as b:
+    with c.brain(create=False) as b:
         hits = b.recall(
             query,
             k,
@@ -302,7 +349,7 @@ def unpin(c: Ctx, id_: str, as_json: bool) -> None:
 @handle_errors
 def neighbors(c: Ctx, id_: str, limit: int, as_json: bool) -> None:
     """Memories linked to ID, strongest (decayed) link first."""
-    with c.brain() as b:
+    with c.brain(create=False) as b:
         rows = b.neighbors(id_, limit=limit)
     if as_json:
         emit_json(rows)
@@ -358,7 +405,7 @@ def maintain(c: Ctx, spreading: str, as_json: bool) -> None:
 @handle_errors
 def review(c: Ctx, limit: int, as_json: bool) -> None:
     """The review queue: memories waiting for a human to approve deletion (or restore)."""
-    with c.brain() as b:
+    with c.brain(create=False) as b:
         items = b.review_queue(limit)
     if as_json:
         emit_json(items)
@@ -402,7 +449,7 @@ def approve(c: Ctx, ids: tuple[str, ...], approved_by: str, note: str, as_json: 
 @handle_errors
 def stats(c: Ctx, as_json: bool) -> None:
     """Counts for the namespace: memories per tier, edges, review queue."""
-    with c.brain() as b:
+    with c.brain(create=False) as b:
         s = b.stats()
     if as_json:
         emit_json(s)
@@ -433,7 +480,7 @@ def stats(c: Ctx, as_json: bool) -> None:
 @handle_errors
 def log_cmd(c: Ctx, limit: int, node_id: str | None, action: str | None, as_json: bool) -> None:
     """The audit log: every tier change, forget, restore, pin and approved deletion."""
-    with c.brain() as b:
+    with c.brain(create=False) as b:
         entries = b.audit_log(limit, node_id=node_id, action=action)
     if as_json:
         emit_json(entries)
@@ -456,7 +503,7 @@ def log_cmd(c: Ctx, limit: int, node_id: str | None, action: str | None, as_json
 @handle_errors
 def export(c: Ctx, dest: str, all_namespaces: bool) -> None:
     """Write the namespace to DEST as JSON Lines (lossless; '-' for stdout)."""
-    with c.brain() as b:
+    with c.brain(create=False) as b:
         if dest == "-":
             n = b.export(sys.stdout, all_namespaces=all_namespaces)
             return
@@ -475,16 +522,23 @@ def import_cmd(c: Ctx, src: str, into: str | None, as_json: bool) -> None:
     from rich.progress import Progress
 
     with c.brain() as b:
-        if as_json:
-            counts = b.import_(src, namespace=into)
-        else:
-            with Progress(console=err, transient=True) as bar:
-                task = bar.add_task("importing", total=None)
+        try:
+            if as_json:
+                counts = b.import_(src, namespace=into)
+            else:
+                with Progress(console=err, transient=True) as bar:
+                    task = bar.add_task("importing", total=None)
 
-                def step(done: int, total: int) -> None:
-                    bar.update(task, completed=done, total=total)
+                    def step(done: int, total: int) -> None:
+                        bar.update(task, completed=done, total=total)
 
-                counts = b.import_(src, namespace=into, progress=step)
+                    counts = b.import_(src, namespace=into, progress=step)
+        except CommittedInterrupt as exc:  # Ctrl-C after the commit: the import stands
+            counts = exc.counts
+            err.print(
+                "interrupted after the import had committed: everything below is stored; the "
+                "text index is rebuilt when the store is next opened"
+            )
     if as_json:
         emit_json(counts)
     else:
@@ -492,6 +546,77 @@ def import_cmd(c: Ctx, src: str, into: str | None, as_json: bool) -> None:
             f"imported {counts['nodes']} memories, {counts['edges']} edges, "
             f"{counts['audit']} audit entries"
         )
+
+
+def _kuzu_path(c: Ctx) -> str:
+    from .backends import DEFAULT_PATH
+
+    backend = (c.backend or os.environ.get("EBB_BACKEND") or "kuzu").strip().lower()
+    if backend != "kuzu":
+        raise InvalidInput(
+            "doctor and repair check the embedded (Kùzu) store; a Neo4j database has its own "
+            "tools (neo4j-admin database check)",
+            field="backend",
+        )
+    return c.db or os.environ.get("EBB_DB_PATH") or DEFAULT_PATH
+
+
+def _print_report(report: Any) -> None:
+    for action in report.actions:
+        out.print(f"- {action}")
+    for check in report.checks:
+        mark = "[green]ok[/]" if check.ok else "[bold red]PROBLEM[/]"
+        out.print(f"{mark}  {check.name}: {check.detail}", markup=True)
+
+
+@main.command()
+@json_option
+@pass_ctx
+@handle_errors
+def doctor(c: Ctx, as_json: bool) -> None:
+    """Check the embedded store: opens, counts, text index, schema version, WAL (exit 4 if
+    something is wrong; `ebb repair` mends it)."""
+    from .repair import diagnose
+
+    report = diagnose(_kuzu_path(c))
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        out.print(f"ebb doctor · {report.path}")
+        _print_report(report)
+        out.print("healthy" if report.ok else "problems found: run `ebb repair`")
+    if not report.ok:
+        raise SystemExit(EXIT_STORAGE)
+
+
+@main.command()
+@click.option(
+    "--into",
+    "into",
+    type=click.Path(dir_okay=False),
+    help="Salvage into this new store and leave the original untouched.",
+)
+@json_option
+@pass_ctx
+@handle_errors
+def repair(c: Ctx, into: str | None, as_json: bool) -> None:
+    """Mend the embedded store without losing a committed memory. If Ebb cannot open it, every
+    row Kùzu can still read is salvaged into a new store, and the damaged file is kept."""
+    from .repair import repair as run_repair
+
+    report = run_repair(_kuzu_path(c), into=into)
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        out.print(f"ebb repair · {report.path}")
+        _print_report(report)
+        if report.damaged_copy:
+            out.print(f"the damaged original is kept at {report.damaged_copy}")
+        if report.salvaged_to and report.salvaged_to != report.path:
+            out.print(f"the salvaged store is at {report.salvaged_to} (use it with --db)")
+        out.print("repaired" if report.ok else "some problems remain (see above)")
+    if not report.ok:
+        raise SystemExit(EXIT_STORAGE)
 
 
 @main.command()

@@ -100,16 +100,19 @@ class Brain:
         config: Config | None = None,
         clock: Clock | None = None,
         wait: float = 0.0,
+        create: bool = True,
     ) -> Brain:
         """Open the store the environment (or the arguments) point at.
 
         ``backend`` defaults to ``EBB_BACKEND`` (``kuzu``); the Kùzu path to ``EBB_DB_PATH``
         (``./ebb_db``); the namespace to ``EBB_NAMESPACE`` (``default``). ``wait`` seconds are
         spent retrying while another process holds the embedded store (then ``StoreLocked``).
+        With ``create=False`` an embedded store that does not exist yet is not created:
+        :class:`~ebb_core.errors.NoStore` is raised instead.
         """
         from .backends import open_store
 
-        store = open_store(backend=backend, path=path, wait=wait)
+        store = open_store(backend=backend, path=path, wait=wait, create=create)
         try:
             ns = namespace or os.environ.get("EBB_NAMESPACE") or DEFAULT_NAMESPACE
             return cls(store, namespace=ns, config=config, clock=clock)

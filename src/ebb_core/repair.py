@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -211,7 +212,7 @@ def _check_index(conn: Any, report: Report, state: str | None, name: str) -> Non
 
 def repair(path: str | Path, *, into: str | Path | None = None) -> Report:
     """Mend the store at ``path`` without losing a committed row (see the module docstring)."""
-    from .kuzu_store import KuzuStore
+    from .kuzu_store import KuzuStore, StoreRebuilt
 
     p = Path(path).expanduser().absolute()
     if not p.exists():
@@ -219,12 +220,17 @@ def repair(path: str | Path, *, into: str | Path | None = None) -> Report:
     report = Report(str(p))
     if into is None:
         try:
-            store = KuzuStore(p)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", StoreRebuilt)
+                store = KuzuStore(p)
         except StoreLocked:
             raise
         except EbbError as exc:
             report.actions.append(f"Ebb could not open it ({exc}); salvaging its rows")
         else:
+            for w in caught:
+                report.actions.append(str(w.message))
+                report.damaged_copy = str(w.message).rsplit(" ", 1)[-1]
             try:
                 store.rebuild_text_index()
                 report.actions.append("opened it and rebuilt the text index from the table")
