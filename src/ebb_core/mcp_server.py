@@ -56,6 +56,9 @@ __all__ = [
 DEFAULT_WAIT = 10.0
 """Seconds a tool call waits for the store while a person's ``ebb`` command holds it."""
 
+STARTUP_WAIT = 1.0
+"""Seconds ``ebb mcp`` waits for a busy store at start before serving without it."""
+
 HTTP_PATH = "/mcp"
 """Where the streamable HTTP transport listens: ``http://HOST:PORT/mcp``."""
 
@@ -95,10 +98,17 @@ ones fade into archive tiers (hot → warm → cold) by themselves.
   You cannot delete anything; a person approves deletions with the `ebb` command line.
 """
 
-BUSY = (
-    "the memory store is busy: a person is using it with the `ebb` command line (for example "
-    "reviewing or approving deletions). Nothing was changed; try again in a few seconds."
-)
+BUSY = "Nothing was changed; try again in a few seconds."
+"""The end of the tool error a call gets when another process kept the store past its wait."""
+
+
+def busy_message(where: str, wait: float) -> str:
+    """The tool error for a store another process held for longer than ``wait`` seconds."""
+    return (
+        f"the memory store {where} is busy: another process holds it (a person's `ebb` "
+        f"command, or another program on the same store) and did not let go within {wait:g} "
+        f"s. {BUSY}"
+    )
 
 
 # -- what the tools return ---------------------------------------------------------------------
@@ -289,6 +299,16 @@ class StoreAccess:
         self._lock = threading.Lock()
         self._held: Brain | None = None
 
+    @property
+    def location(self) -> str:
+        """Where the store is, for messages: the embedded store's path, or the backend."""
+        if self.backend == "kuzu":
+            from .backends import DEFAULT_PATH
+
+            where = self.path or os.environ.get("EBB_DB_PATH") or DEFAULT_PATH
+            return f"at {os.fspath(where)}"
+        return f"on {self.backend}"
+
     def _open(self) -> Brain:
         if self._opener is not None:
             return self._opener()
@@ -309,10 +329,19 @@ class StoreAccess:
             finally:
                 brain.close()
 
-    def check(self) -> str:
-        """Open the store once (creating it if needed) and say where it is."""
-        with self.brain() as brain:
-            return brain.store.location
+    def check(self, wait: float | None = None) -> str:
+        """Open the store once (creating it if needed) and say where it is.
+
+        ``wait`` (default: the calls' wait) bounds how long another process may hold it.
+        """
+        saved = self.wait
+        if wait is not None:
+            self.wait = min(wait, saved)
+        try:
+            with self.brain() as brain:
+                return brain.store.location
+        finally:
+            self.wait = saved
 
     def close(self) -> None:
         with self._lock:
@@ -342,7 +371,7 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
             with access.brain() as brain:
                 return work(brain)
         except StoreLocked:
-            raise error(BUSY) from None
+            raise error(busy_message(access.location, access.wait)) from None
         except EbbError as exc:
             raise error(str(exc)) from None
         except Exception as exc:
@@ -368,6 +397,20 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
                 if isinstance(exc.__cause__, ValidationError):
                     raise ToolError(explain_invalid(name, exc.__cause__)) from exc.__cause__
                 raise
+
+        async def run_stdio_async(self) -> None:
+            """The SDK's stdio transport, with Ebb's reader in front of it (see mcp_wire)."""
+            from mcp.server.stdio import stdio_server
+
+            from .mcp_wire import GuardedStdin
+
+            stdin = GuardedStdin()
+            async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
+                stdin.attach(write_stream)
+                lowlevel = self._lowlevel_server
+                await lowlevel.run(
+                    read_stream, write_stream, lowlevel.create_initialization_options()
+                )
 
     server = EbbServer(
         "ebb",
@@ -717,6 +760,10 @@ def check_arguments(
     """Refuse unknown argument names and strings that are not valid Unicode, before any work."""
     from mcp.server.mcpserver.exceptions import ToolError
 
+    from .mcp_wire import WIRE_ERROR_KEY
+
+    if WIRE_ERROR_KEY in arguments:  # refused on the wire already (see mcp_wire)
+        raise ToolError(str(arguments[WIRE_ERROR_KEY]))
     if allowed is not None:
         unknown = sorted(k for k in arguments if k not in allowed)
         if unknown:
@@ -797,8 +844,18 @@ def serve(
         )
     access = StoreAccess(path, backend=backend, namespace=namespace, wait=wait)
     server = build_server(access)
-    where = access.check()
     mode = "holding the connection" if access.hold else "opening the store only during each call"
+    try:
+        where = access.check(wait=STARTUP_WAIT)
+    except StoreLocked:
+        # Another process (a person's `ebb` command, another server) holds the embedded store.
+        # Serve anyway: each call waits for the store, and says so if it stays busy.
+        where = access.location.removeprefix("at ")
+        _note(
+            f"ebb mcp: the store at {where} is busy (another process holds it); serving "
+            f"anyway: each call waits up to {access.wait:g} s for it and answers with a "
+            "'busy' tool error if it is still held"
+        )
     if transport == "stdio":
         _note(f"ebb mcp: serving {where} (namespace {access.namespace!r}) over stdio; {mode}")
         try:
