@@ -81,12 +81,19 @@ class Ctx:
 
     @contextmanager
     def brain(self) -> Iterator[Brain]:
-        # An `ebb mcp` server holds the embedded store only during a call: wait those out.
-        brain = Brain.open(self.db, backend=self.backend, namespace=self.namespace, wait=15.0)
+        # A running `ebb mcp` keeps the embedded store open between calls: the open asks it to
+        # let go (it does after its current call) and says on stderr what it is waiting for.
+        brain = Brain.open(
+            self.db, backend=self.backend, namespace=self.namespace, wait=15.0, on_wait=_waiting
+        )
         try:
             yield brain
         finally:
             brain.close()
+
+
+def _waiting(message: str) -> None:
+    click.echo(f"ebb: {message}", err=True)
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")

@@ -100,16 +100,18 @@ class Brain:
         config: Config | None = None,
         clock: Clock | None = None,
         wait: float = 0.0,
+        on_wait: Callable[[str], None] | None = None,
     ) -> Brain:
         """Open the store the environment (or the arguments) point at.
 
         ``backend`` defaults to ``EBB_BACKEND`` (``kuzu``); the Kùzu path to ``EBB_DB_PATH``
         (``./ebb_db``); the namespace to ``EBB_NAMESPACE`` (``default``). ``wait`` seconds are
-        spent retrying while another process holds the embedded store (then ``StoreLocked``).
+        spent retrying while another process holds the embedded store (then ``StoreLocked``),
+        having asked it to let go; ``on_wait`` hears once what is waited for.
         """
         from .backends import open_store
 
-        store = open_store(backend=backend, path=path, wait=wait)
+        store = open_store(backend=backend, path=path, wait=wait, on_wait=on_wait)
         try:
             ns = namespace or os.environ.get("EBB_NAMESPACE") or DEFAULT_NAMESPACE
             return cls(store, namespace=ns, config=config, clock=clock)
