@@ -536,11 +536,12 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
         ) -> CallToolResult | InputRequiredResult:
             check_arguments(name, arguments, params.get(name))
             try:
-                return await super().call_tool(name, arguments, context)
+                result = await super().call_tool(name, arguments, context)
             except ToolError as exc:
                 if isinstance(exc.__cause__, ValidationError):
                     raise ToolError(explain_invalid(name, exc.__cause__)) from exc.__cause__
                 raise
+            return _compact(result)
 
         async def run_stdio_async(self) -> None:
             """The SDK's stdio transport, with Ebb's reader in front of it (see mcp_wire)."""
@@ -582,6 +583,7 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
                 ),
                 structured_output=True,
             )
+            _inline_output_schema(server, fn.__name__)
             return fn
 
         return register
@@ -1021,6 +1023,56 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
         return run("review queue", work, ResourceError)
 
     return server
+
+
+def _inline_output_schema(server: Any, name: str) -> None:
+    """Publish the tool's output schema with its ``$ref``s inlined.
+
+    The SDK's client validates every structured result against the schema; with pydantic's
+    ``$defs``/``$ref`` layout that costs twice as long as with the same schema inlined (about
+    7 ms against 3.5 ms for a ten-hit recall on a busy 2-core machine). The SDK reads the
+    schema from the tool's metadata on each call, so replacing it here is all it takes.
+    """
+    manager = getattr(server, "_tool_manager", None)
+    registered = manager.get_tool(name) if manager is not None else None
+    metadata = getattr(registered, "fn_metadata", None)
+    schema = getattr(metadata, "output_schema", None)
+    if metadata is None or not isinstance(schema, dict) or "$defs" not in schema:
+        return
+    defs = schema["$defs"]
+
+    def inline(value: Any, seen: tuple[str, ...]) -> Any:
+        if isinstance(value, dict):
+            ref = value.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                target = ref.removeprefix("#/$defs/")
+                if target in seen or target not in defs:  # recursive: keep the reference
+                    return value
+                merged = {**defs[target], **{k: v for k, v in value.items() if k != "$ref"}}
+                return inline(merged, (*seen, target))
+            return {k: inline(v, seen) for k, v in value.items() if k != "$defs"}
+        if isinstance(value, list):
+            return [inline(v, seen) for v in value]
+        return value
+
+    flat = inline(schema, ())
+    if "$ref" not in json.dumps(flat):
+        metadata.output_schema = flat
+
+
+def _compact(result: T) -> T:
+    """The result's text copy of its structured content as compact JSON (the SDK indents it)."""
+    from mcp.types import CallToolResult, TextContent
+
+    if (
+        isinstance(result, CallToolResult)
+        and not result.is_error
+        and isinstance(result.structured_content, dict)
+        and len(result.content) == 1
+    ):
+        text = json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
+        return result.model_copy(update={"content": [TextContent(type="text", text=text)]})
+    return result
 
 
 def _description(doc: str | None) -> str:
