@@ -38,7 +38,7 @@ from ebb_core.mcp_server import (
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 NS = "mcp"
-READ_ONLY = {"neighbors", "review_queue", "stats"}
+READ_ONLY = {"neighbors", "review_queue", "stats", "read", "explore"}
 
 
 @pytest.fixture
@@ -57,8 +57,13 @@ def opener(db: Path, clock: FixedClock) -> Callable[[], Brain]:
 
 @pytest.fixture
 def server(db: Path, clock: FixedClock) -> Any:
-    """The server on a fixed clock; each test connects with ``async with Client(server)``."""
-    return build_server(StoreAccess(db, namespace=NS, opener=opener(db, clock)))
+    """The server on a fixed clock; each test connects with ``async with Client(server)``.
+
+    It opens the store for each call only (``idle_release=0``), so the test can open the same
+    file between calls in this process (Kùzu's lock is per process: two opens of one file in
+    one process must not overlap). The store held between calls is tested in test_mcp_hold.py.
+    """
+    return build_server(StoreAccess(db, namespace=NS, opener=opener(db, clock), idle_release=0))
 
 
 def snapshot(db: Path) -> str:
@@ -112,7 +117,7 @@ def text_of(result: CallToolResult) -> str:
 # -- the tool list ---------------------------------------------------------------------------
 
 
-async def test_lists_exactly_the_ten_tools_and_none_deletes(server: Any) -> None:
+async def test_lists_exactly_the_twelve_tools_and_none_deletes(server: Any) -> None:
     async with Client(server) as client:
         tools = (await client.list_tools()).tools
         assert sorted(t.name for t in tools) == sorted(TOOL_NAMES)
@@ -179,6 +184,15 @@ async def test_every_tool_returns_output_matching_its_schema(
         assert {n["id"] for n in nb["neighbors"]} == {"decision:outcome-pricing", "person:ravi"}
         about = next(n for n in nb["neighbors"] if n["id"] == "decision:outcome-pricing")
         assert about["link_kind"] == "about" and about["direction"] == "out"
+        read = await checked("read", ids=["fact:acme", "nope:missing"])
+        assert [m["id"] for m in read["memories"]] == ["fact:acme"]
+        assert read["missing"] == ["nope:missing"] and read["reinforced"] is False
+        around = await checked("explore", id="person:ravi", depth=2)
+        assert [(m["id"], m["hops"]) for m in around["memories"]] == [
+            ("person:ravi", 0),
+            ("fact:acme", 1),
+            ("decision:outcome-pricing", 2),
+        ]
         pinned = await checked("pin", id="person:ravi")
         assert pinned["pinned"] is True
         hits = await checked("recall", query="outcome pricing", k=3)
@@ -196,6 +210,48 @@ async def test_every_tool_returns_output_matching_its_schema(
         # forget queued, nothing was deleted: the memory is still in the store
         with Brain.open(db, backend="kuzu", namespace=NS) as brain:
             assert brain.get("decision:seat-pricing").tier == 4
+
+
+async def test_read_and_explore_look_without_reinforcing_unless_asked(
+    server: Any, db: Path, clock: FixedClock
+) -> None:
+    async with Client(server) as client:
+        await seed(client)
+        for i in range(8):
+            await call(
+                client, "remember", text=f"Acme call {i}", id=f"meeting:{i}", links=["fact:acme"]
+            )
+        await call(client, "remember", text="Old Acme note", id="note:old", links=["fact:acme"])
+        await call(client, "forget", id="note:old", reason="obsolete")
+        clock.advance(days=2)
+        before = snapshot(db)
+
+        read = await call(client, "read", ids=["person:ravi", "fact:acme", "note:old", "fact:acme"])
+        assert [m["id"] for m in read["memories"]] == ["person:ravi", "fact:acme"]
+        assert read["missing"] == ["note:old"]  # waiting in the review queue
+        assert read["memories"][1]["text"] == "Acme signed on outcome pricing"
+        around = await call(client, "explore", id="fact:acme", depth=1, per_node=3)
+        ids = [m["id"] for m in around["memories"]]
+        assert ids[0] == "fact:acme" and len(ids) == 4 and "note:old" not in ids
+        assert around["truncated"] is True
+        assert all(link["decayed_weight"] <= link["weight"] for link in around["links"])
+        assert all({link["src"], link["dst"]} <= set(ids) for link in around["links"])
+        capped = await call(client, "explore", id="person:ravi", depth=3, max_memories=2)
+        assert [m["id"] for m in capped["memories"]] == ["person:ravi", "fact:acme"]
+        assert capped["truncated"] is True
+        assert snapshot(db) == before  # looking changed nothing
+
+        again = await call(client, "read", ids=["person:ravi"], reinforce=True)
+        assert again["reinforced"] is True
+        assert again["memories"][0]["last_read_at"].startswith("2026-03-03")
+        explored = await call(client, "explore", id="decision:outcome-pricing", reinforce=True)
+        with Brain.open(db, backend="kuzu", namespace=NS) as brain:
+            for m in explored["memories"]:
+                assert brain.get(m["id"]).last_read_at == T0.replace(day=3), m["id"]
+        message = text_of(await client.call_tool("read", {"ids": []}))
+        assert "ids" in message and "at least 1" in message
+        message = text_of(await client.call_tool("explore", {"id": "nope:x"}))
+        assert "no memory 'nope:x'" in message
 
 
 async def test_recall_explains_each_hit(server: Any) -> None:
@@ -352,10 +408,14 @@ async def test_a_failure_half_way_through_a_write_leaves_nothing_behind(
         store.write_event = write_node_then_fail
         return brain
 
-    async with Client(build_server(StoreAccess(db, namespace=NS, opener=opener(db, clock)))) as c:
+    async with Client(
+        build_server(StoreAccess(db, namespace=NS, opener=opener(db, clock), idle_release=0))
+    ) as c:
         await seed(c)
     before = snapshot(db)
-    async with Client(build_server(StoreAccess(db, namespace=NS, opener=failing))) as c:
+    async with Client(
+        build_server(StoreAccess(db, namespace=NS, opener=failing, idle_release=0))
+    ) as c:
         result = await c.call_tool(
             "remember", {"text": "half written", "id": "note:half", "links": ["fact:acme"]}
         )
@@ -381,7 +441,9 @@ HOLDER = textwrap.dedent(
 
 
 async def test_a_call_waits_for_a_person_then_reports_busy(db: Path, clock: FixedClock) -> None:
-    async with Client(build_server(StoreAccess(db, namespace=NS, opener=opener(db, clock)))) as c:
+    async with Client(
+        build_server(StoreAccess(db, namespace=NS, opener=opener(db, clock), idle_release=0))
+    ) as c:
         await seed(c)
     # Between calls the server holds nothing: another process opens the store.
     holder = subprocess.Popen(
@@ -392,7 +454,7 @@ async def test_a_call_waits_for_a_person_then_reports_busy(db: Path, clock: Fixe
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
-        access = StoreAccess(db, backend="kuzu", namespace=NS, wait=0.3)
+        access = StoreAccess(db, backend="kuzu", namespace=NS, wait=0.3, idle_release=0)
         async with Client(build_server(access)) as c:
             result = await c.call_tool("remember", {"text": "while a person reviews"})
             assert result.is_error and text_of(result).endswith(BUSY)
@@ -409,7 +471,7 @@ async def test_a_call_waits_for_a_person_then_reports_busy(db: Path, clock: Fixe
             holder.wait()
 
 
-def test_neo4j_keeps_one_connection_kuzu_opens_per_call() -> None:
+def test_neo4j_keeps_one_connection_kuzu_keeps_it_between_calls_or_per_call() -> None:
     opened: list[object] = []
 
     class FakeBrain:
@@ -428,12 +490,20 @@ def test_neo4j_keeps_one_connection_kuzu_opens_per_call() -> None:
     held.close()
     assert opened == ["opened", "closed"]
     opened.clear()
-    per_call = StoreAccess(backend="kuzu", namespace="n", opener=fake)
+    per_call = StoreAccess(backend="kuzu", namespace="n", opener=fake, idle_release=0)
     assert not per_call.hold
     for _ in range(2):
         with per_call.brain():
             pass
     assert opened == ["opened", "closed", "opened", "closed"]
+    opened.clear()
+    between = StoreAccess(backend="kuzu", namespace="n", opener=fake, idle_release=60)
+    for _ in range(3):
+        with between.brain():
+            pass
+    assert opened == ["opened"] and between.is_open
+    between.close()
+    assert opened == ["opened", "closed"] and not between.is_open
 
 
 # -- resources -------------------------------------------------------------------------------
@@ -493,7 +563,10 @@ def test_command_options_and_the_group_options_reach_serve(
     )
     assert result.exit_code == 0, result.output
     assert seen["args"] == ("http", "127.0.0.1", 9123, "x.kuzu", None, "me")
-    assert seen["kwargs"] == {"wait": 2.0}
+    assert seen["kwargs"] == {"wait": 2.0, "idle_release": 5.0}
+    result = runner.invoke(cli.main, ["mcp", "--idle-release", "0.5"])
+    assert result.exit_code == 0, result.output
+    assert seen["kwargs"] == {"wait": 10.0, "idle_release": 0.5}
     result = runner.invoke(mcp_command, ["--transport", "carrier-pigeon"])
     assert result.exit_code != 0 and "carrier-pigeon" in result.output
 

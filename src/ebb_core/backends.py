@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from .errors import BackendUnavailable, InvalidInput, StoreLocked
@@ -20,13 +21,17 @@ def open_store(
     read_only: bool = False,
     wait: float = 0.0,
     create: bool = True,
+    on_wait: Callable[[str], None] | None = None,
 ) -> GraphStore:
     """Open the store named by ``backend`` (default ``EBB_BACKEND``, else ``kuzu``).
 
     Kùzu reads ``path`` (default ``EBB_DB_PATH``, else ``./ebb_db``); Neo4j reads ``NEO4J_URI``,
     ``NEO4J_USER``, ``NEO4J_PASSWORD`` and ``NEO4J_DATABASE``. ``wait`` seconds are spent
-    retrying while another process holds the embedded store open. ``create=False``: an
-    embedded store that does not exist raises :class:`~ebb_core.errors.NoStore` (none is made).
+    retrying while another process holds the embedded store open; meanwhile a request to let go
+    is posted for the holder (see :mod:`ebb_core.handoff`: a running ``ebb mcp`` lets go after
+    its current call) and ``on_wait`` is called once with a line saying what is waited for.
+    ``create=False``: an embedded store that does not exist raises
+    :class:`~ebb_core.errors.NoStore` (none is made).
     """
     name = (backend or os.environ.get("EBB_BACKEND") or "kuzu").strip().lower()
     if name == "kuzu":
@@ -34,13 +39,29 @@ def open_store(
 
         where = path or os.environ.get("EBB_DB_PATH") or DEFAULT_PATH
         deadline = time.monotonic() + max(wait, 0.0)
-        while True:
-            try:
-                return KuzuStore(Path(where), read_only=read_only, create=create)
-            except StoreLocked:
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.05)
+        request = None
+        try:
+            while True:
+                try:
+                    return KuzuStore(Path(where), read_only=read_only, create=create)
+                except StoreLocked:
+                    if time.monotonic() >= deadline:
+                        raise
+                    if request is None:
+                        from .handoff import RequestFile
+
+                        request = RequestFile(where)
+                        if on_wait is not None:
+                            on_wait(
+                                f"waiting up to {wait:g} s for the store at {where}: another "
+                                "process holds it (a running `ebb mcp` lets go after its "
+                                "current call; anything else when it closes the store)"
+                            )
+                    request.post()
+                    time.sleep(0.05)
+        finally:
+            if request is not None:
+                request.withdraw()
     if name == "neo4j":
         try:
             from .neo4j_store import Neo4jStore

@@ -114,14 +114,24 @@ class Ctx:
     def brain(self, *, create: bool = True) -> Iterator[Brain]:
         """The Brain for this command; ``create=False`` (read commands): never create a store,
         raise :class:`NoStore` where there is none."""
-        # An `ebb mcp` server holds the embedded store only during a call: wait those out.
+        # A running `ebb mcp` keeps the embedded store open between calls: the open asks it to
+        # let go (it does after its current call) and says on stderr what it is waiting for.
         brain = Brain.open(
-            self.db, backend=self.backend, namespace=self.namespace, wait=15.0, create=create
+            self.db,
+            backend=self.backend,
+            namespace=self.namespace,
+            wait=15.0,
+            create=create,
+            on_wait=_waiting,
         )
         try:
             yield brain
         finally:
             brain.close()
+
+
+def _waiting(message: str) -> None:
+    click.echo(f"ebb: {message}", err=True)
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")

@@ -101,18 +101,22 @@ class Brain:
         clock: Clock | None = None,
         wait: float = 0.0,
         create: bool = True,
+        on_wait: Callable[[str], None] | None = None,
     ) -> Brain:
         """Open the store the environment (or the arguments) point at.
 
         ``backend`` defaults to ``EBB_BACKEND`` (``kuzu``); the Kùzu path to ``EBB_DB_PATH``
         (``./ebb_db``); the namespace to ``EBB_NAMESPACE`` (``default``). ``wait`` seconds are
-        spent retrying while another process holds the embedded store (then ``StoreLocked``).
-        With ``create=False`` an embedded store that does not exist yet is not created:
+        spent retrying while another process holds the embedded store (then ``StoreLocked``),
+        having asked it to let go; ``on_wait`` hears once what is waited for. With
+        ``create=False`` an embedded store that does not exist yet is not created:
         :class:`~ebb_core.errors.NoStore` is raised instead.
         """
         from .backends import open_store
 
-        store = open_store(backend=backend, path=path, wait=wait, create=create)
+        store = open_store(
+            backend=backend, path=path, wait=wait, create=create, on_wait=on_wait
+        )
         try:
             ns = namespace or os.environ.get("EBB_NAMESPACE") or DEFAULT_NAMESPACE
             return cls(store, namespace=ns, config=config, clock=clock)
@@ -229,7 +233,7 @@ class Brain:
 
     def _require(self, ids: Sequence[str]) -> dict[str, Node]:
         for i in ids:
-            validate_id(i)
+            validate_id(i, existing=True)
         found = self._s.store.get_nodes(self._ns, ids)
         missing = [i for i in ids if i not in found]
         if missing:
@@ -1493,11 +1497,49 @@ def _encodable(value: str, field: str) -> str:
     return value
 
 
+# Characters that draw nothing: separators, controls, format characters (zero-width space and
+# joiners, the byte-order mark, bidi marks), combining marks with nothing to combine with, the
+# Hangul fillers and the blank Braille pattern. With the non-characters (U+FDD0..U+FDEF and the
+# last two code points of every plane) they cannot make a memory's id or text on their own.
+_BLANK_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zs", "Zl", "Zp", "Mn", "Me"})
+_BLANK_CHARS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def _is_noncharacter(ch: str) -> bool:
+    code = ord(ch)
+    return 0xFDD0 <= code <= 0xFDEF or (code & 0xFFFE) == 0xFFFE
+
+
+def has_visible_chars(value: str) -> bool:
+    """Whether ``value`` has at least one character that shows (stops at the first)."""
+    import unicodedata
+
+    for ch in value:
+        if ch.isspace() or ch in _BLANK_CHARS or _is_noncharacter(ch):
+            continue
+        if unicodedata.category(ch) in _BLANK_CATEGORIES:
+            continue
+        return True
+    return False
+
+
+def _refuse_invisible(value: str, field: str, what: str, hint: str) -> None:
+    if has_visible_chars(value):
+        return
+    shown = " ".join(f"U+{ord(c):04X}" for c in value[:6]) + (" ..." if len(value) > 6 else "")
+    raise InvalidInput(
+        f"{what} has no visible characters (only {shown}: zero-width, format or "
+        f"non-characters such as U+200B, U+FEFF, U+FFFF); {hint}",
+        field=field,
+    )
+
+
 def validate_namespace(namespace: str) -> str:
     if isinstance(namespace, str):
         _encodable(namespace, "namespace")
     if not isinstance(namespace, str) or not namespace.strip():
         raise InvalidInput("namespace must be a non-empty string", field="namespace")
+    _refuse_invisible(namespace, "namespace", "namespace", "use a name like 'alice'")
     if len(namespace) > MAX_NAMESPACE_LEN or has_control_chars(namespace):
         raise InvalidInput(
             f"namespace must be at most {MAX_NAMESPACE_LEN} characters without control characters",
@@ -1506,11 +1548,18 @@ def validate_namespace(namespace: str) -> str:
     return namespace
 
 
-def validate_id(id: str) -> str:
+def validate_id(id: str, *, existing: bool = False) -> str:
+    """Refuse ids that are not text, too long, or (for a new id) without a visible character.
+
+    ``existing=True`` is for looking a memory up: one stored before ids had to show (an old
+    store) can still be read, forgotten and approved.
+    """
     if isinstance(id, str):
         _encodable(id, "id")
     if not isinstance(id, str) or not id.strip():
         raise InvalidInput("a memory id must be a non-empty string like 'kind:slug'", field="id")
+    if not existing:
+        _refuse_invisible(id, "id", "memory id", "use an id like 'kind:slug'")
     if len(id) > MAX_ID_LEN or has_control_chars(id):
         raise InvalidInput(
             f"memory id {id[:40]!r}... must be at most {MAX_ID_LEN} characters without control "
@@ -1525,6 +1574,7 @@ def validate_text(text: str) -> str:
         raise InvalidInput(f"text must be a string, got {type(text).__name__}", field="text")
     if not text.strip():
         raise InvalidInput("text is empty: a memory needs some text", field="text")
+    _refuse_invisible(text, "text", "text", "a memory needs some text")
     if len(text) > MAX_TEXT_LEN:
         raise InvalidInput(
             f"text is {len(text):,} characters; the limit is {MAX_TEXT_LEN:,}: split it into "

@@ -1,0 +1,298 @@
+"""Ebb's own stdin reader in front of the ``mcp`` SDK's stdio transport.
+
+Why it exists: the SDK's stdio transport (``mcp.server.stdio.stdio_server``, SDK 2.x) parses each
+line with pydantic's JSON parser and, when that fails, hands the exception to the session, which
+logs it and sends nothing back. A client that wrote such a line waits for its own timeout. That
+happens for lines that are not JSON (truncated, not UTF-8), for JSON that pydantic's parser
+refuses although it is valid JSON (an escaped lone surrogate ``"\\ud800"``, nesting deeper than
+its recursion limit, ``NaN``), and for JSON that is not a JSON-RPC message (a batch, a missing
+``method``, an id that is neither a string nor an integer).
+
+:class:`GuardedStdin` reads stdin itself and gives the SDK only the lines the SDK can parse. Every
+other line is answered here, so every request gets a response:
+
+- not JSON at all → ``-32700`` *parse error* with ``"id": null`` (the id cannot be known);
+- JSON, but not a request the server can take → ``-32600`` *invalid request*, with the request's
+  id when it has a usable one, else ``null``;
+- a ``tools/call`` whose only fault lies inside its ``arguments`` (an unpaired surrogate, a
+  5,000-digit integer, nesting too deep) → a *tool error* (``isError: true``) naming the
+  argument, like any other bad argument: the call is passed on with its arguments replaced by
+  one the server refuses with that message (:data:`WIRE_ERROR_KEY`).
+
+Responses from a client (``result``/``error`` without ``method``) that cannot be parsed are
+logged on stderr and dropped: JSON-RPC never answers a response.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Mapping
+from typing import Any, BinaryIO
+
+import anyio
+import anyio.to_thread
+
+__all__ = ["MAX_DEPTH", "MAX_LINE_BYTES", "WIRE_ERROR_KEY", "GuardedStdin", "answer_for"]
+
+log = logging.getLogger("ebb.mcp")
+
+MAX_LINE_BYTES = 32 * 1024 * 1024
+"""Longest message line read from stdin (32 MiB); a longer one is discarded and answered."""
+
+MAX_DEPTH = 128
+"""Deepest nesting of arrays and objects accepted in a message."""
+
+MAX_DIGITS = 4300
+"""Longest integer accepted (Python's own limit for converting digits to an int)."""
+
+WIRE_ERROR_KEY = "\x00ebb-wire-error"
+"""The one argument of a call this reader passes on only to be refused with its value."""
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+_NOT_A_REQUEST = (
+    'not a JSON-RPC 2.0 request: it needs "jsonrpc": "2.0", a "method" string, an object of '
+    '"params" (or none) and, to get a result, an "id" that is a string or an integer'
+)
+
+
+class _Huge(str):
+    """An integer literal too long to convert, kept as its digits so the walk can report it."""
+
+
+def _parse_int(digits: str) -> int | _Huge:
+    if len(digits.lstrip("-")) > MAX_DIGITS:
+        return _Huge(digits)
+    return int(digits)
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _has_surrogate(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _problems(value: Any) -> list[tuple[tuple[str, ...], str]]:
+    """What in a parsed message cannot be served: ``(path, what is wrong there)``, in order.
+
+    Walks without recursion, so any depth Python's parser produced is safe to inspect. Reports
+    the first too-deep place and the first huge integer, and every lone surrogate.
+    """
+    found: list[tuple[tuple[str, ...], str]] = []
+    too_deep = huge = False
+    stack: list[tuple[Any, tuple[str, ...]]] = [(value, ())]
+    while stack:
+        item, path = stack.pop()
+        if len(path) > MAX_DEPTH:
+            if not too_deep:
+                too_deep = True
+                found.append((path, f"is nested deeper than {MAX_DEPTH} levels"))
+            continue
+        if isinstance(item, _Huge):
+            if not huge:
+                huge = True
+                digits = len(item.lstrip("-"))
+                found.append((path, f"is an integer of {digits:,} digits (at most {MAX_DIGITS:,})"))
+        elif isinstance(item, str):
+            if _has_surrogate(item):
+                found.append((path, _SURROGATE))
+        elif isinstance(item, Mapping):
+            for k, v in reversed(list(item.items())):
+                if _has_surrogate(k):
+                    found.append(((*path, "<a key>"), _SURROGATE))
+                    continue
+                stack.append((v, (*path, str(k))))
+        elif isinstance(item, list):
+            stack.extend((v, (*path, str(i))) for i, v in reversed(list(enumerate(item))))
+    return found
+
+
+_SURROGATE = (
+    "contains an unpaired UTF-16 surrogate (\\ud800-\\udfff escaped alone), which is not valid "
+    "Unicode text; send valid UTF-8"
+)
+
+
+def _usable_id(message: Mapping[str, Any]) -> int | str | None:
+    id_ = message.get("id")
+    if isinstance(id_, (bool, _Huge)):
+        return None
+    if isinstance(id_, int):
+        return id_
+    if isinstance(id_, str) and not _has_surrogate(id_) and len(id_) <= 1000:
+        return id_
+    return None
+
+
+def _error(id_: int | str | None, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": message}}
+
+
+def _where(path: tuple[str, ...]) -> str:
+    parts = [p if p.isidentifier() or p.isdigit() else repr(p)[:40] for p in path[:6]]
+    shown = ".".join(parts) + (".…" if len(path) > 6 else "")
+    return shown or "the message"
+
+
+def answer_for(line: str) -> dict[str, Any] | None:
+    """What to do with a stdin line the SDK cannot take (a plain dict), or ``None``.
+
+    A JSON-RPC error reply; or, for a ``tools/call`` whose only fault is in its arguments, the
+    same call with the arguments replaced by ``{WIRE_ERROR_KEY: reason}``, to pass on to the
+    server, which answers it with a tool error; or ``None`` when no reply is due (a client's
+    malformed *response*). Never raises.
+    """
+    try:
+        message = json.loads(line.strip(), parse_int=_parse_int, parse_constant=_no_constants)
+    except RecursionError:
+        return _error(
+            None, PARSE_ERROR, f"Parse error: the message is nested deeper than {MAX_DEPTH} levels"
+        )
+    except ValueError as exc:  # json.JSONDecodeError, and NaN/Infinity
+        if isinstance(exc, json.JSONDecodeError):
+            detail = f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
+        else:
+            detail = str(exc)
+        return _error(None, PARSE_ERROR, f"Parse error: not valid JSON: {detail}")
+    if isinstance(message, list):
+        return _error(None, INVALID_REQUEST, "Invalid request: JSON-RPC batches are not supported")
+    if not isinstance(message, dict):
+        return _error(None, INVALID_REQUEST, f"Invalid request: {_NOT_A_REQUEST}")
+    if "method" not in message and ("result" in message or "error" in message):
+        log.warning("ebb mcp: dropped a response from the client that could not be parsed")
+        return None
+    id_ = _usable_id(message)
+    problems = _problems(message)
+    params = message.get("params")
+    arguments = params.get("arguments") if isinstance(params, dict) else None
+    if (
+        problems
+        and all(path[:2] == ("params", "arguments") for path, _ in problems)
+        and message.get("method") == "tools/call"
+        and message.get("jsonrpc") == "2.0"
+        and id_ is not None
+        and isinstance(arguments, dict)
+    ):
+        assert isinstance(params, dict)
+        name = params.get("name")
+        tool = name[:80] if isinstance(name, str) and not _has_surrogate(name) else "the tool"
+        path, what = problems[0]
+        text = f"invalid arguments for {tool}: {_where(path[2:])} {what}"
+        # Handed to the server as a call it refuses with this text, so the tool error is
+        # shaped for whichever protocol version the session speaks.
+        return {**message, "params": {**params, "arguments": {WIRE_ERROR_KEY: text}}}
+    if problems:
+        path, what = problems[0]
+        return _error(id_, INVALID_REQUEST, f"Invalid request: {_where(path)} {what}")
+    if "id" in message and id_ is None:
+        return _error(
+            None, INVALID_REQUEST, 'Invalid request: its "id" must be a string or an integer'
+        )
+    return _error(id_, INVALID_REQUEST, f"Invalid request: {_NOT_A_REQUEST}")
+
+
+def _has_id(line: str) -> bool:
+    try:
+        message = json.loads(line, parse_int=_parse_int)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(message, dict) and "id" in message
+
+
+class GuardedStdin:
+    """Lines from stdin for the SDK's stdio transport, minus the ones it would drop unanswered.
+
+    Pass it as ``stdio_server(stdin=...)``; call :meth:`attach` with the transport's write stream
+    before the first line is read. Reads bytes (never replacing invalid UTF-8 the way the SDK's
+    text wrapper does), so a line that is not UTF-8 is answered as a parse error.
+    """
+
+    def __init__(self, stream: BinaryIO | None = None) -> None:
+        self._stream = stream if stream is not None else sys.stdin.buffer
+        self._write: Any = None
+        self._ready: anyio.Event | None = None
+
+    def attach(self, write_stream: Any) -> None:
+        self._write = write_stream
+        if self._ready is not None:
+            self._ready.set()
+
+    def __aiter__(self) -> GuardedStdin:
+        return self
+
+    async def __anext__(self) -> str:
+        from mcp_types import JSONRPCNotification, jsonrpc_message_adapter
+
+        if self._write is None:
+            self._ready = self._ready or anyio.Event()
+            await self._ready.wait()
+        while True:
+            raw: bytes = await anyio.to_thread.run_sync(
+                self._stream.readline, MAX_LINE_BYTES + 1, abandon_on_cancel=True
+            )
+            if not raw:
+                raise StopAsyncIteration
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                await self._discard_rest()
+                await self._reply(
+                    _error(
+                        None,
+                        INVALID_REQUEST,
+                        f"Invalid request: the message is longer than {MAX_LINE_BYTES:,} bytes",
+                    )
+                )
+                continue
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                await self._reply(
+                    _error(
+                        None,
+                        PARSE_ERROR,
+                        f"Parse error: the message is not valid UTF-8 (byte {exc.start})",
+                    )
+                )
+                continue
+            if not line.strip():
+                continue
+            try:
+                message = jsonrpc_message_adapter.validate_json(line, by_name=False)
+            except Exception:
+                reply = answer_for(line)
+                if reply is not None and "error" not in reply:
+                    return json.dumps(reply)  # a call to be refused as a tool error
+                if reply is not None:
+                    await self._reply(reply)
+                continue
+            if isinstance(message, JSONRPCNotification) and '"id"' in line and _has_id(line):
+                # A request whose id is neither a string nor an integer parses as a
+                # notification (the SDK ignores unknown fields) and would go unanswered.
+                reply = answer_for(line)
+                if reply is not None:
+                    await self._reply(reply)
+                continue
+            return line
+
+    async def _discard_rest(self) -> None:
+        while True:
+            chunk = await anyio.to_thread.run_sync(
+                self._stream.readline, MAX_LINE_BYTES, abandon_on_cancel=True
+            )
+            if not chunk or chunk.endswith(b"\n"):
+                return
+
+    async def _reply(self, reply: dict[str, Any]) -> None:
+        from mcp.shared.message import SessionMessage
+        from mcp_types import jsonrpc_message_adapter
+
+        message = jsonrpc_message_adapter.validate_python(reply)
+        await self._write.send(SessionMessage(message))

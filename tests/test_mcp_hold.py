@@ -1,0 +1,139 @@
+"""``ebb mcp`` keeps its store open between calls and lets go when idle or when asked.
+
+A person's ``ebb`` command that finds the store held asks the holder to let go
+(``ebb_core.handoff``) and says what it waits for; the server lets go after its current call,
+so approval works even while a client calls in a tight loop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import Client
+
+from ebb_core import Brain
+from ebb_core.handoff import RequestFile, request_path
+from ebb_core.mcp_server import StoreAccess, build_server
+from test_mcp_e2e import NS, TRANSPORTS, call, cli, connect
+
+
+async def wait_until(check: Any, timeout: float = 20) -> None:
+    with anyio.fail_after(timeout):
+        while not check():
+            await anyio.sleep(0.02)
+
+
+async def test_the_store_stays_open_between_calls_and_is_let_go_when_idle(tmp_path: Path) -> None:
+    db = tmp_path / "held.kuzu"
+    access = StoreAccess(db, backend="kuzu", namespace=NS, idle_release=0.5)
+    try:
+        async with Client(build_server(access)) as c:
+            for i in range(10):
+                await call(c, "remember", text=f"harbor lantern {i}", id=f"note:{i}")
+                hits = (await call(c, "recall", query="lantern", k=3))["hits"]
+                assert len(hits) == min(i + 1, 3)
+            assert access.opens == 1 and access.is_open
+            await wait_until(lambda: not access.is_open)
+            assert access.releases["idle"] == 1
+            # Let go of for real: this process can open the file now.
+            with Brain.open(db, backend="kuzu", namespace=NS) as brain:
+                assert brain.stats().nodes == 10
+            assert (await call(c, "stats"))["nodes"] == 10
+            assert access.opens == 2
+    finally:
+        access.close()
+    assert not access.is_open
+
+
+async def test_an_ebb_command_asks_a_holding_server_to_let_go(tmp_path: Path) -> None:
+    db = tmp_path / "asked.kuzu"
+    access = StoreAccess(db, backend="kuzu", namespace=NS, idle_release=600)
+    try:
+        async with Client(build_server(access)) as c:
+            await call(c, "remember", text="We price by outcome now", id="decision:pricing")
+            assert access.is_open
+            shown = await anyio.to_thread.run_sync(lambda: cli(db, "stats", "--json"))
+            assert shown.returncode == 0, shown.stderr
+            assert json.loads(shown.stdout)["nodes"] == 1
+            assert f"waiting up to 15 s for the store at {db}" in shown.stderr
+            assert "a running `ebb mcp` lets go after its current call" in shown.stderr
+            assert access.releases["asked"] == 1 and not access.is_open
+            path = request_path(db)
+            assert path is not None and not path.exists()  # withdrawn once the CLI got in
+            await call(c, "remember", text="after the person looked", id="note:after")
+            assert access.opens == 2
+    finally:
+        access.close()
+
+
+def test_a_dead_or_own_request_is_ignored(tmp_path: Path) -> None:
+    db = tmp_path / "x.kuzu"
+    mine = RequestFile(db)
+    mine.post()
+    assert not mine.wanted_by_other()  # one's own request never makes one let go
+    path = request_path(db)
+    assert path is not None and path.read_text() == str(os.getpid())
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    path.write_text(str(gone.pid))  # a process that has exited
+    assert not mine.wanted_by_other()
+    mine.post()  # a dead request is replaced
+    assert path.read_text() == str(os.getpid())
+    mine.withdraw()
+    assert not path.exists()
+    assert request_path(":memory:") is None
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_person_approves_while_a_client_calls_in_a_tight_loop(
+    transport: str, tmp_path: Path
+) -> None:
+    """The idle release is 10 minutes here: only asking lets the person in."""
+    db = tmp_path / "loop.kuzu"
+    async with connect(transport, db, EBB_MCP_IDLE_RELEASE="600") as c:
+        await call(c, "remember", text="Seats were priced per user", id="decision:seats")
+        await call(c, "remember", text="We price by outcome now", id="decision:outcome")
+        await call(c, "forget", id="decision:seats", reason="superseded")
+        calls = 0
+        stop = anyio.Event()
+        took: list[float] = []
+
+        async def tight_loop() -> None:
+            nonlocal calls
+            while not stop.is_set():
+                if calls % 2:
+                    await call(c, "remember", text=f"loop note {calls} about pricing")
+                else:
+                    await call(c, "recall", query="pricing", k=5)
+                calls += 1
+
+        def person() -> subprocess.CompletedProcess[str]:
+            started = time.monotonic()
+            done = cli(db, "approve", "decision:seats", "--by", "dana", "--json")
+            took.append(time.monotonic() - started)
+            return done
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(tight_loop)
+            await wait_until(lambda: calls >= 10)
+            before = calls
+            approved = await anyio.to_thread.run_sync(person)
+            await wait_until(lambda: calls >= before + 10)
+            stop.set()
+        assert approved.returncode == 0, approved.stderr
+        assert json.loads(approved.stdout) == {"deleted": ["decision:seats"]}
+        assert "waiting up to 15 s for the store" in approved.stderr
+        stats = await call(c, "stats")
+        assert stats["review_queue"] == 0
+        assert stats["nodes"] == 1 + calls // 2  # the loop's memories, none lost
+        print(f"{transport}: approved in {took[0]:.2f} s during a loop of {calls} calls")
