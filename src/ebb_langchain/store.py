@@ -146,8 +146,13 @@ class EbbStore(BaseStore):
             if existing.tier == Tier.FROZEN:
                 # Writing a forgotten key again means the agent needs it again.
                 brain.restore(op.key, actor=self.actor)
+        # On an existing key this is a new version: the old value stays in the history.
         brain.remember(
-            self._text(value, op.index, op.key), kind=kind, id=op.key, props={VALUE_PROP: value}
+            self._text(value, op.index, op.key),
+            kind=kind,
+            id=op.key,
+            props={VALUE_PROP: value},
+            actor=self.actor,
         )
 
     def _text(
