@@ -579,23 +579,7 @@ class Brain:
         actor = validate_actor(actor)
         if old == new:
             raise InvalidInput(f"memory {old!r} cannot supersede itself", field="new")
-        with self._tx():
-            nodes = self._require([old, new])
-            edge = self.connect(new, old, kind=SUPERSEDES)
-            self._audit(
-                [
-                    {
-                        "action": "supersede",
-                        "node_id": old,
-                        "from_tier": nodes[old].tier,
-                        "to_tier": nodes[old].tier,
-                        "actor": actor,
-                        "reason": f"superseded by {new}",
-                        "payload": {"by": new},
-                    }
-                ]
-            )
-            return edge
+        return self.connect(new, old, kind=SUPERSEDES, actor=actor)
 
     def history(self, id: str) -> list[Version]:
         """Every version of a memory's text, oldest first; the last one is the current text.
@@ -658,11 +642,15 @@ class Brain:
         kind: str = "related",
         weight: float | None = None,
         props: Mapping[str, Any] | None = None,
+        actor: str = "agent",
     ) -> Edge:
         """Link two memories (or reinforce the existing ``src -kind-> dst`` edge).
 
         ``weight`` defaults to 1.0 for a new edge and leaves an existing edge's weight unchanged.
+        A new ``supersedes`` link says ``src`` replaces ``dst`` (see :meth:`supersede`) and is
+        audited.
         """
+        actor = validate_actor(actor)
         kind = validate_kind(kind)
         if weight is not None:
             validate_weight(weight)
@@ -691,6 +679,20 @@ class Brain:
                 props=clean_props if props is not None else (old.props if old else {}),
             )
             if old is None:
+                if kind == SUPERSEDES:
+                    self._audit(
+                        [
+                            {
+                                "action": "supersede",
+                                "node_id": dst,
+                                "from_tier": nodes[dst].tier,
+                                "to_tier": nodes[dst].tier,
+                                "actor": actor,
+                                "reason": f"superseded by {src}",
+                                "payload": {"by": src},
+                            }
+                        ]
+                    )
                 changes = self._plan(nodes, new_edges=[edge])
                 keys = self._new_keys(nodes, changes)
                 self._s.store.write_event(self._ns, changes=changes, new_edges=[edge])
