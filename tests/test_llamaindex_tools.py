@@ -164,3 +164,20 @@ async def test_an_agent_uses_the_tools_and_sees_errors_as_tool_output(kuzu_brain
     ]
     assert "client:nobody" in results[1].tool_output.content
     assert [i.id for i in kuzu_brain.review_queue()] == ["fact:dana"]
+
+
+def test_remember_supersedes_and_recall_marks_the_outdated(
+    kuzu_brain: Brain, tools: dict[str, FunctionTool]
+) -> None:
+    tools["remember"].call(text="Invoices go out monthly", kind="policy", id="policy:invoices")
+    out = tools["remember"].call(
+        text="Invoices go out weekly", kind="policy", supersedes=["policy:invoices"]
+    )
+    assert "superseding policy:invoices" in out.content and not out.is_error
+    text = tools["recall"].call(query="invoices go out").content
+    lines = text.split("\n")
+    assert "weekly" in lines[0] and "OUTDATED" not in lines[0]
+    assert "OUTDATED: superseded by" in lines[2] and "policy:invoices" in lines[2]
+    tools["remember"].call(text="Invoices go out every 30 days", id="policy:invoices")
+    assert kuzu_brain.get("policy:invoices").kind == "policy"
+    assert len(kuzu_brain.history("policy:invoices")) == 2
