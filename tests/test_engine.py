@@ -123,10 +123,8 @@ def test_recall_respects_tiers(brain: Brain, clock: FixedClock) -> None:
     for i in range(5):
         brain.reinforce(f"note:s{i}")
     brain.maintain()
-    assert brain.get("note:ancient").tier is Tier.FROZEN
-    brain.restore("note:ancient")
-    # put it in cold by hand through the store, then check which depths see it
-    brain.store.update_nodes(brain.namespace, {"note:ancient": {"tier": Tier.COLD}})
+    # decay alone archives it to cold (nothing replaced it): never out of recall's reach
+    assert brain.get("note:ancient").tier is Tier.COLD
     # an explicit depth is a limit
     assert "note:ancient" not in [h.id for h in brain.recall("memo", depth=1, reinforce=False)]
     assert "note:ancient" not in [h.id for h in brain.recall("memo", depth=2, reinforce=False)]
@@ -152,7 +150,9 @@ def test_recall_promotes_a_used_archived_memory(brain: Brain, clock: FixedClock)
     assert brain.audit_log(action="promote")[-1].node_id == "note:memo"
 
 
-def test_maintain_freezes_decayed_and_never_deletes(brain: Brain, clock: FixedClock) -> None:
+def test_maintain_freezes_decayed_and_never_deletes(store: GraphStore, clock: FixedClock) -> None:
+    """With ``decay_alone_freezes`` (off by default), decay alone queues for review."""
+    brain = Brain(store, namespace="test", clock=clock, config=Config(decay_alone_freezes=True))
     for i in range(3):
         brain.remember(f"stale analysis {i}", kind="note", id=f"note:a{i}")
     clock.advance(days=300)
@@ -179,7 +179,48 @@ def test_pinned_memories_never_archive(brain: Brain, clock: FixedClock) -> None:
         brain.forget("fact:values")
     brain.unpin("fact:values")
     brain.maintain()
-    assert brain.get("fact:values").tier is Tier.FROZEN
+    assert brain.get("fact:values").tier is Tier.COLD  # archived; decay alone never freezes
+
+
+def test_decay_freezes_only_what_was_replaced(brain: Brain, clock: FixedClock) -> None:
+    """Decay archives; a decayed memory is queued for deletion only when it was superseded or
+    everything it links to was (the support of a replaced decision)."""
+    brain.remember("Maya, head of product", kind="person", id="person:maya")
+    brain.remember("Per-seat pricing", kind="decision", id="decision:seats")
+    brain.remember("Seat analysis", id="note:analysis", links=["decision:seats"])
+    brain.remember("Seat survey", id="note:survey", links=["decision:seats"])
+    brain.remember("Seat notes", id="note:notes", links=["decision:seats", "person:maya"])
+    brain.remember("Kickoff with Maya", id="note:kickoff")
+    brain.connect("note:kickoff", "person:maya")
+    clock.advance(days=300)
+    brain.remember("Outcome pricing", kind="decision", id="decision:outcome")
+    brain.remember("Outcome rollout", id="note:rollout", links=["decision:outcome"])
+    report = brain.maintain()
+    assert report.newly_queued == []  # decayed, but nothing replaced anything yet
+    assert brain.get("decision:seats").tier is Tier.COLD
+    clock.advance(days=300)
+    brain.remember("Outcome pricing v2", kind="decision", id="decision:outcome2")
+    brain.supersede("decision:seats", "decision:outcome2")
+    clock.advance(days=200)
+    brain.reinforce("decision:outcome2")
+    report = brain.maintain()
+    names = ("note:analysis", "note:survey", "note:notes", "note:kickoff", "person:maya")
+    tiers = {i: brain.get(i).tier for i in names}
+    # the replaced decision itself stays archived: its replacement's share keeps it above
+    # the cold cut-off (it is findable, below what replaced it)
+    assert brain.get("decision:seats").tier is Tier.COLD
+    assert tiers == {
+        "note:analysis": Tier.FROZEN,  # its only link leads to a superseded decision
+        "note:survey": Tier.FROZEN,
+        "note:notes": Tier.COLD,  # also linked to Maya, who was not replaced
+        "note:kickoff": Tier.COLD,
+        "person:maya": Tier.COLD,
+    }
+    reasons = {q.id: q.reason for q in brain.review_queue()}
+    assert sorted(reasons) == ["note:analysis", "note:survey"]
+    assert reasons["note:analysis"].endswith(
+        "everything it links to was superseded (decision:seats)"
+    )
 
 
 def test_forget_review_approve_flow(brain: Brain, clock: FixedClock) -> None:
@@ -443,7 +484,8 @@ def test_a_hub_does_not_archive_the_whole_graph(brain: Brain, clock: FixedClock)
 def test_reference_quantile_one_is_the_maximum(store: GraphStore, clock: FixedClock) -> None:
     from ebb_core import Config
 
-    brain = Brain(store, namespace="q", clock=clock, config=Config(reference_quantile=1.0))
+    cfg = Config(reference_quantile=1.0, decay_alone_freezes=True)
+    brain = Brain(store, namespace="q", clock=clock, config=cfg)
     _hub_graph(brain, clock)
     brain.maintain()
     assert brain.stats().by_tier["frozen"] == 150  # everything but the hub, as the seed's rule

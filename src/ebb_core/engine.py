@@ -699,11 +699,13 @@ class Brain:
             else:
                 keys = self._adjust(nodes, changed=[(old, edge)])
                 self._s.store.upsert_edges([edge])
-            self._promote(nodes, keys)
+            # being replaced is not a use: a supersedes link lifts only its source
+            self._promote(nodes, keys, {dst: nodes[dst].tier} if kind == SUPERSEDES else None)
             return edge
 
     def reinforce(self, id: str, *, with_id: str | None = None) -> Node:
-        """Mark a memory as used: reset its read clock and the clocks of its edges.
+        """Mark a memory as used: reset its read clock and the clocks of its edges (except the
+        ``supersedes`` links to what it replaced: using the new keeps nothing old alive).
 
         With ``with_id``, only the edges between the two are reinforced (and both read clocks).
         Returns the memory as it is now.
@@ -720,7 +722,13 @@ class Brain:
                     )
             now = from_us(now_us)
             incident = self._s.store.incident(self._ns, [id])
-            chosen = [inc for inc in incident if with_id is None or inc.other.id == with_id]
+            # A replacement's use does not keep what it replaced alive: its supersedes links
+            # are reinforced only when asked for by name (with_id).
+            chosen = [
+                inc
+                for inc in incident
+                if (inc.other.id == with_id) or (with_id is None and inc.edge.kind != SUPERSEDES)
+            ]
             if with_id is not None and not chosen:
                 raise NotFound(f"no edge between {id!r} and {with_id!r}", id=with_id)
             changed = [
@@ -1065,10 +1073,21 @@ class Brain:
                 cfg.spread_link_min,
                 16 * len(sources),
             )
+            # A link passes its share damped by its decay relative to the source's strongest
+            # link: a stale association of a live memory passes little, and an old
+            # conversation's links pass as much as when they were fresh.
+            decayed = [
+                (link, link.weight * scoring.decay(now_us - link.reinforced_us, h))
+                for link in links
+            ]
+            strongest: dict[str, float] = {}
+            for link, dw in decayed:
+                strongest[link.node_id] = max(strongest.get(link.node_id, 0.0), dw)
             gains: dict[str, list[tuple[float, str]]] = {}
-            for link in links:
-                dw = link.weight * scoring.decay(now_us - link.reinforced_us, h)
-                gain = cfg.spread_share * cands[link.node_id].t_norm * min(dw, 1.0)
+            for link, dw in decayed:
+                top = strongest[link.node_id]
+                damp = dw / top if top > 0 else 1.0
+                gain = cfg.spread_share * cands[link.node_id].t_norm * damp
                 gains.setdefault(link.other_id, []).append((gain, link.node_id))
             admit(gains)
             for i, got in gains.items():
@@ -1342,7 +1361,7 @@ class Brain:
             moves = self._s.store.tier_moves(
                 self._ns, mx, cfg.hot_ratio, cfg.warm_ratio, cfg.cold_ratio
             )
-            moves, why_moved = self._superseded_out_of_hot(moves)
+            moves, why_moved = self._policy_moves(moves, now_us)
             now = from_us(now_us)
             changes: dict[str, dict[str, Any]] = {}
             moved: dict[str, int] = {}
@@ -1362,6 +1381,7 @@ class Brain:
                     fields["review_reason"] = (
                         f"decayed: activation is {m.ratio:.2%} of the most active memory, "
                         f"below the {cfg.cold_ratio:.0%} cut-off"
+                        + (f"; {why_moved[m.node_id]}" if m.node_id in why_moved else "")
                     )
                     fields["queued_at"] = now
                     queued.append(m.node_id)
@@ -1393,23 +1413,55 @@ class Brain:
                 spreading=spreading,
             )
 
-    def _superseded_out_of_hot(
-        self, moves: Sequence[TierMove]
+    def _policy_moves(
+        self, moves: Sequence[TierMove], now_us: int
     ) -> tuple[list[TierMove], dict[str, str]]:
-        """``moves`` with every superseded, unpinned memory kept out of hot (at least warm),
-        and the reason for each move this changed or added."""
-        replaced = self._s.store.superseded_by(self._ns, None)
-        if not replaced:
+        """``moves`` as the replacement policy has them, and the reason for each move it changed
+        or added.
+
+        - A superseded, unpinned memory is kept out of hot (at least warm): it was replaced.
+        - Decay alone archives but never queues for deletion: a memory whose activation fell
+          below the cold cut-off is frozen only when it was superseded, or when every memory
+          it is linked to was (the support of a replaced decision); otherwise it stays cold,
+          findable when nothing fresher matches. ``Config.decay_alone_freezes`` restores
+          freezing by decay alone.
+        """
+        cfg, store = self._s.config, self._s.store
+        replaced = store.superseded_by(self._ns, None)
+        freezing = [m.node_id for m in moves if m.to_tier == Tier.FROZEN]
+        if not replaced and (cfg.decay_alone_freezes or not freezing):
             return list(moves), {}
-        nodes = self._s.store.get_nodes(self._ns, list(replaced))
+        context: dict[str, list[str]] = {}
+        if freezing and not cfg.decay_alone_freezes:
+            unreplaced = [i for i in freezing if i not in replaced]
+            for link in store.strongest_links(
+                self._ns, unreplaced, now_us, cfg.half_life_us, 0.0, 16 * len(unreplaced)
+            ):
+                context.setdefault(link.node_id, []).append(link.other_id)
+        nodes = store.get_nodes(self._ns, list(replaced))
         out: list[TierMove] = []
         reasons: dict[str, str] = {}
         planned = {m.node_id for m in moves}
         for m in moves:
             n = nodes.get(m.node_id)
-            if n is None or n.pinned or m.to_tier >= Tier.WARM:
-                out.append(m)
-            elif m.from_tier != Tier.WARM:  # a move up stops at warm
+            if m.to_tier == Tier.FROZEN and not cfg.decay_alone_freezes:
+                if m.node_id in replaced:
+                    reasons[m.node_id] = f"superseded by {', '.join(replaced[m.node_id])}"
+                    out.append(m)
+                    continue
+                linked = context.get(m.node_id, [])
+                if linked and all(x in replaced for x in linked):
+                    reasons[m.node_id] = (
+                        "everything it links to was superseded "
+                        f"({', '.join(sorted(set(linked))[:3])})"
+                    )
+                    out.append(m)
+                elif m.from_tier != Tier.COLD:  # archived, not queued for deletion
+                    out.append(TierMove(m.node_id, m.from_tier, Tier.COLD, m.ratio))
+                continue
+            if n is None or n.pinned or m.to_tier > m.from_tier:
+                out.append(m)  # not replaced, or a demotion
+            elif m.from_tier == Tier.HOT:  # what was replaced leaves hot, and never rises
                 out.append(TierMove(m.node_id, m.from_tier, Tier.WARM, m.ratio))
                 reasons[m.node_id] = f"superseded by {', '.join(replaced[m.node_id])}"
         for i, n in nodes.items():

@@ -70,16 +70,21 @@ class Config:
             score is multiplied by this, so hot memories come first and a deeper one surfaces
             only when hot holds nothing comparably strong. Frozen memories never surface.
         spread_share: query-time spreading: each of the ``spread_sources`` strongest text
-            matches passes this share of its normalised text score one hop along its live
-            links (each damped by the link's decayed weight, at most 1), so a memory tied to
-            strong matches can surface with few shared words. 0 turns it off.
+            matches passes this share of its normalised text score one hop along its links,
+            each damped by its decayed weight relative to the source's strongest link, so a
+            memory tied to strong matches can surface with few shared words. 0 turns it off.
         spread_sources: how many of the strongest text matches spread.
-        spread_link_min: a link passes spreading only while its decayed weight is at least this.
+        spread_link_min: a link passes spreading only while its decayed weight is at least
+            this (0: every link the source's link list holds).
         superseded_weight: a memory replaced by a live newer one (a ``supersedes`` link) has
             its score multiplied by this, and always ranks below its replacement.
         reinforce_tail: how much less the tail of a recall is reinforced: the hit at rank r
             (0-based) gets the share ``1 / (1 + reinforce_tail · r)`` of a full reinforcement
             (the top hit always a full one); 0 reinforces every hit fully.
+        decay_alone_freezes: whether ``maintain`` queues a memory for deletion (frozen) only
+            because its activation fell below ``cold_ratio``. Off by default: decay archives
+            (cold, still found by recall's fall-through) and a decayed memory is frozen only
+            when it was superseded or everything it links to was.
         live_link_min: an edge whose decayed weight is at least this is reported as "live".
         eager_spreading: update neighbours' keys on every event (exact at all times, one more
             graph query per touched node); off by default: a touched memory's own activation is
@@ -107,9 +112,10 @@ class Config:
     cold_prior: float = 0.8
     spread_share: float = 0.3
     spread_sources: int = 10
-    spread_link_min: float = 0.01
+    spread_link_min: float = 0.0
     superseded_weight: float = 0.5
     reinforce_tail: float = 1.0
+    decay_alone_freezes: bool = False
     live_link_min: float = 0.1
     eager_spreading: bool = False
     max_push_degree: int = 128
