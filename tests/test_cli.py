@@ -39,6 +39,45 @@ def test_remember_recall_json(run) -> None:  # type: ignore[no-untyped-def]
     assert code == 0 and "fact:acme" in out and "matched" in out
 
 
+def test_supersede_and_history(run) -> None:  # type: ignore[no-untyped-def]
+    run("remember", "We price per seat", "--kind", "decision", "--id", "decision:seats")
+    code, out, _ = run(
+        "remember",
+        "We price per resolved ticket",
+        "--kind",
+        "decision",
+        "--id",
+        "decision:outcome",
+        "--supersedes",
+        "decision:seats",
+    )
+    assert code == 0
+    code, out, _ = run("recall", "we price", "--json", "--no-reinforce")
+    hits = json.loads(out)
+    assert [h["node"]["id"] for h in hits] == ["decision:outcome", "decision:seats"]
+    assert hits[1]["why"]["superseded_by"] == ["decision:outcome"]
+    run("remember", "Per seat, $40", "--id", "fact:seat")
+    run("remember", "Per ticket, $2", "--id", "fact:ticket")
+    code, out, _ = run("supersede", "fact:seat", "fact:ticket")
+    assert code == 0 and "fact:ticket supersedes fact:seat" in out
+    code, out, _ = run("supersede", "fact:nope", "fact:ticket")
+    assert code != 0 and "fact:nope" in out + _
+    # a new text under the same id: a version, and the kind stays
+    code, out, _ = run("remember", "We price per outcome", "--id", "decision:outcome", "--json")
+    assert code == 0 and json.loads(out)["kind"] == "decision"
+    code, out, _ = run("history", "decision:outcome", "--json")
+    versions = json.loads(out)
+    assert [(v["text"], v["current"]) for v in versions] == [
+        ("We price per resolved ticket", False),
+        ("We price per outcome", True),
+    ]
+    code, out, _ = run("history", "decision:outcome")
+    assert code == 0 and "resolved ticket" in out and "(current)" in out
+    code, out, _ = run("log", "--json")
+    assert [e["action"] for e in json.loads(out)].count("supersede") == 2
+    assert "revise" in [e["action"] for e in json.loads(out)]
+
+
 def test_forget_review_approve_log(run) -> None:  # type: ignore[no-untyped-def]
     run("remember", "temporary note", "--id", "note:tmp")
     code, out, _ = run("forget", "note:tmp", "--reason", "noise")

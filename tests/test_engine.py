@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from ebb_core import Brain, FixedClock, InvalidInput, NotFound, Tier
+from ebb_core import Brain, Config, FixedClock, InvalidInput, NotFound, Tier
 from ebb_core.clock import to_us
 from ebb_core.store import GraphStore
 
@@ -123,12 +123,16 @@ def test_recall_respects_tiers(brain: Brain, clock: FixedClock) -> None:
     for i in range(5):
         brain.reinforce(f"note:s{i}")
     brain.maintain()
-    assert brain.get("note:ancient").tier is Tier.FROZEN
-    brain.restore("note:ancient")
-    # put it in cold by hand through the store, then check which depths see it
-    brain.store.update_nodes(brain.namespace, {"note:ancient": {"tier": Tier.COLD}})
-    assert "note:ancient" not in [h.id for h in brain.recall("memo", reinforce=False)]
+    # decay alone archives it to cold (nothing replaced it): never out of recall's reach
+    assert brain.get("note:ancient").tier is Tier.COLD
+    # an explicit depth is a limit
+    assert "note:ancient" not in [h.id for h in brain.recall("memo", depth=1, reinforce=False)]
     assert "note:ancient" not in [h.id for h in brain.recall("memo", depth=2, reinforce=False)]
+    assert "note:ancient" in [h.id for h in brain.recall("memo", depth=3, reinforce=False)]
+    # by default recall falls through to cold when hot and warm hold no match
+    (hit,) = brain.recall("memo", reinforce=False)
+    assert hit.id == "note:ancient" and hit.why.tier is Tier.COLD
+    assert hit.why.reached.startswith("cold: no hot memory scored as high")
     assert "note:ancient" in [
         h.id for h in brain.recall("memo", include_archived=True, reinforce=False)
     ]
@@ -146,7 +150,9 @@ def test_recall_promotes_a_used_archived_memory(brain: Brain, clock: FixedClock)
     assert brain.audit_log(action="promote")[-1].node_id == "note:memo"
 
 
-def test_maintain_freezes_decayed_and_never_deletes(brain: Brain, clock: FixedClock) -> None:
+def test_maintain_freezes_decayed_and_never_deletes(store: GraphStore, clock: FixedClock) -> None:
+    """With ``decay_alone_freezes`` (off by default), decay alone queues for review."""
+    brain = Brain(store, namespace="test", clock=clock, config=Config(decay_alone_freezes=True))
     for i in range(3):
         brain.remember(f"stale analysis {i}", kind="note", id=f"note:a{i}")
     clock.advance(days=300)
@@ -173,7 +179,48 @@ def test_pinned_memories_never_archive(brain: Brain, clock: FixedClock) -> None:
         brain.forget("fact:values")
     brain.unpin("fact:values")
     brain.maintain()
-    assert brain.get("fact:values").tier is Tier.FROZEN
+    assert brain.get("fact:values").tier is Tier.COLD  # archived; decay alone never freezes
+
+
+def test_decay_freezes_only_what_was_replaced(brain: Brain, clock: FixedClock) -> None:
+    """Decay archives; a decayed memory is queued for deletion only when it was superseded or
+    everything it links to was (the support of a replaced decision)."""
+    brain.remember("Maya, head of product", kind="person", id="person:maya")
+    brain.remember("Per-seat pricing", kind="decision", id="decision:seats")
+    brain.remember("Seat analysis", id="note:analysis", links=["decision:seats"])
+    brain.remember("Seat survey", id="note:survey", links=["decision:seats"])
+    brain.remember("Seat notes", id="note:notes", links=["decision:seats", "person:maya"])
+    brain.remember("Kickoff with Maya", id="note:kickoff")
+    brain.connect("note:kickoff", "person:maya")
+    clock.advance(days=300)
+    brain.remember("Outcome pricing", kind="decision", id="decision:outcome")
+    brain.remember("Outcome rollout", id="note:rollout", links=["decision:outcome"])
+    report = brain.maintain()
+    assert report.newly_queued == []  # decayed, but nothing replaced anything yet
+    assert brain.get("decision:seats").tier is Tier.COLD
+    clock.advance(days=300)
+    brain.remember("Outcome pricing v2", kind="decision", id="decision:outcome2")
+    brain.supersede("decision:seats", "decision:outcome2")
+    clock.advance(days=200)
+    brain.reinforce("decision:outcome2")
+    report = brain.maintain()
+    names = ("note:analysis", "note:survey", "note:notes", "note:kickoff", "person:maya")
+    tiers = {i: brain.get(i).tier for i in names}
+    # the replaced decision itself stays archived: its replacement's share keeps it above
+    # the cold cut-off (it is findable, below what replaced it)
+    assert brain.get("decision:seats").tier is Tier.COLD
+    assert tiers == {
+        "note:analysis": Tier.FROZEN,  # its only link leads to a superseded decision
+        "note:survey": Tier.FROZEN,
+        "note:notes": Tier.COLD,  # also linked to Maya, who was not replaced
+        "note:kickoff": Tier.COLD,
+        "person:maya": Tier.COLD,
+    }
+    reasons = {q.id: q.reason for q in brain.review_queue()}
+    assert sorted(reasons) == ["note:analysis", "note:survey"]
+    assert reasons["note:analysis"].endswith(
+        "everything it links to was superseded (decision:seats)"
+    )
 
 
 def test_forget_review_approve_flow(brain: Brain, clock: FixedClock) -> None:
@@ -437,7 +484,8 @@ def test_a_hub_does_not_archive_the_whole_graph(brain: Brain, clock: FixedClock)
 def test_reference_quantile_one_is_the_maximum(store: GraphStore, clock: FixedClock) -> None:
     from ebb_core import Config
 
-    brain = Brain(store, namespace="q", clock=clock, config=Config(reference_quantile=1.0))
+    cfg = Config(reference_quantile=1.0, decay_alone_freezes=True)
+    brain = Brain(store, namespace="q", clock=clock, config=cfg)
     _hub_graph(brain, clock)
     brain.maintain()
     assert brain.stats().by_tier["frozen"] == 150  # everything but the hub, as the seed's rule
@@ -476,3 +524,176 @@ def test_lone_surrogates_and_unicode_ids(brain: Brain) -> None:
     assert brain.remember("Café résumé", kind="note").id == "note:cafe-resume"
     assert brain.remember("Привет мир", kind="note").id == "note:привет-мир"
     assert brain.stats().nodes == 2
+
+
+# -- issue 11: fall-through, supersession, versions, spreading, reinforcement by rank ----------
+def _archive(brain: Brain, ids: list[str], tier: Tier) -> None:
+    brain.store.update_nodes(brain.namespace, {i: {"tier": tier} for i in ids})
+
+
+def test_fall_through_ranks_hot_first_and_explains_deeper_hits(brain: Brain) -> None:
+    brain.remember("quarterly invoice review with Globex", id="note:hot")
+    brain.remember("Globex invoice dispute settled in March", id="note:warm")
+    brain.remember("unrelated", id="note:other")
+    _archive(brain, ["note:warm"], Tier.WARM)
+    hits = brain.recall("Globex invoice dispute", k=5, reinforce=False)
+    ids = [h.id for h in hits]
+    # the warm memory matches much better: hot holds nothing comparably strong
+    assert ids[0] == "note:warm"
+    assert hits[0].why.tier is Tier.WARM and hits[0].why.reached.startswith("warm:")
+    assert "from warm" in hits[0].why.summary
+    assert hits[1].why.reached == "hot"
+    # a warm match only as good as a hot one comes after it (hot first)
+    brain.remember("Globex invoice dispute", id="note:hot2")
+    top = brain.recall("Globex invoice dispute", k=2, reinforce=False)[0]
+    assert top.id == "note:hot2"
+    assert "note:warm" not in [h.id for h in brain.recall("Globex dispute", depth=1)]
+
+
+def test_frozen_memories_stay_out_of_fall_through(brain: Brain) -> None:
+    brain.remember("Initech contract terms", id="note:terms")
+    brain.forget("note:terms")
+    assert brain.recall("Initech contract terms", reinforce=False) == []
+
+
+def _stale_and_current(brain: Brain, clock: FixedClock) -> None:
+    """A stale decision with many references, replaced by a newer one with one."""
+    brain.remember("We store billing data in Postgres", kind="decision", id="decision:pg")
+    for i in range(8):
+        brain.remember(
+            f"Billing notes {i}: Postgres tuning", id=f"note:pg{i}", links=["decision:pg"]
+        )
+    clock.advance(days=20)
+    brain.remember(
+        "We store billing data in Cassandra now",
+        kind="decision",
+        id="decision:cass",
+        supersedes=["decision:pg"],
+    )
+
+
+@pytest.mark.parametrize("depth", [None, 1, 2, 3])
+def test_superseded_memory_ranks_below_its_replacement_at_every_depth(
+    brain: Brain, clock: FixedClock, depth: int | None
+) -> None:
+    _stale_and_current(brain, clock)
+    kwargs = {} if depth is None else {"depth": depth}
+    hits = brain.recall("where do we store billing data", k=10, reinforce=False, **kwargs)
+    ids = [h.id for h in hits]
+    assert ids.index("decision:cass") < ids.index("decision:pg")
+    old = hits[ids.index("decision:pg")]
+    assert old.why.superseded_by == ["decision:cass"]
+    assert "superseded by decision:cass" in old.why.summary
+    # after maintain, the old decision has left hot, and the ranking still holds
+    clock.advance(days=1)
+    brain.maintain()
+    assert brain.get("decision:pg").tier is Tier.WARM
+    ids = [h.id for h in brain.recall("billing data Postgres", k=10, reinforce=False, **kwargs)]
+    if depth != 1:  # at depth 1 both may have left hot by now
+        assert "decision:cass" in ids  # brought in by the memory it replaced
+    if "decision:pg" in ids:
+        assert ids.index("decision:cass") < ids.index("decision:pg")
+    entry = brain.audit_log(node_id="decision:pg", action="supersede")[-1]
+    assert entry.reason == "superseded by decision:cass"
+    moved = brain.audit_log(node_id="decision:pg", action="demote")[-1]
+    assert moved.reason == "superseded by decision:cass"
+
+
+def test_supersede_links_existing_memories_and_survives_repeated_recall(
+    brain: Brain, clock: FixedClock
+) -> None:
+    brain.remember("Seat pricing at $40 per user", kind="decision", id="decision:seats")
+    for i in range(6):
+        brain.remember(f"pricing review {i}", id=f"note:r{i}", links=["decision:seats"])
+    clock.advance(days=5)
+    brain.remember("Outcome pricing per resolved ticket", kind="decision", id="decision:outcome")
+    edge = brain.supersede("decision:seats", "decision:outcome")
+    assert (edge.src, edge.dst, edge.kind) == ("decision:outcome", "decision:seats", "supersedes")
+    for _ in range(5):  # weekly recalls that return both
+        clock.advance(days=7)
+        ids = [h.id for h in brain.recall("pricing decision", k=10)]
+        assert ids.index("decision:outcome") < ids.index("decision:seats")
+    brain.maintain()
+    assert brain.get("decision:seats").tier is not Tier.HOT
+    with pytest.raises(InvalidInput):
+        brain.supersede("decision:seats", "decision:seats")
+    with pytest.raises(NotFound):
+        brain.supersede("decision:nope", "decision:outcome")
+
+
+def test_forgetting_the_replacement_ends_the_supersession(brain: Brain, clock: FixedClock) -> None:
+    _stale_and_current(brain, clock)
+    brain.forget("decision:cass")
+    (hit, *_) = brain.recall("store billing data Postgres", k=3, reinforce=False)
+    assert hit.id == "decision:pg" and hit.why.superseded_by == []
+
+
+def test_new_text_under_an_existing_id_is_a_version_not_an_overwrite(
+    brain: Brain, clock: FixedClock
+) -> None:
+    brain.remember(
+        "Deploys go out on Tuesdays", kind="decision", id="decision:deploys", props={"team": "ops"}
+    )
+    clock.advance(days=3)
+    node = brain.remember("Deploys go out on Thursdays", id="decision:deploys")
+    assert node.text == "Deploys go out on Thursdays"
+    assert node.kind == "decision"  # the default kind does not change an existing memory
+    assert node.props == {"team": "ops"}  # props left out are kept
+    versions = brain.history("decision:deploys")
+    assert [(v.version, v.text, v.current) for v in versions] == [
+        (1, "Deploys go out on Tuesdays", False),
+        (2, "Deploys go out on Thursdays", True),
+    ]
+    assert versions[0].kind == "decision" and versions[0].props == {"team": "ops"}
+    assert versions[0].replaced_at == clock.now()
+    (entry,) = brain.audit_log(node_id="decision:deploys", action="revise")
+    assert entry.payload is not None and entry.payload["text"] == "Deploys go out on Tuesdays"
+    # the same text again is no new version; an explicit kind is
+    brain.remember("Deploys go out on Thursdays", id="decision:deploys")
+    assert len(brain.history("decision:deploys")) == 2
+    brain.remember("Deploys go out on Thursdays", id="decision:deploys", kind="policy")
+    assert [v.kind for v in brain.history("decision:deploys")] == [
+        "decision",
+        "decision",
+        "policy",
+    ]
+    with pytest.raises(NotFound):
+        brain.history("decision:nope")
+
+
+def test_spreading_surfaces_a_linked_memory_with_no_shared_word(brain: Brain) -> None:
+    brain.remember("Maya", kind="person", id="person:maya")
+    brain.remember("The Zephyr launch slipped to May", id="note:launch", links=["person:maya"])
+    for i in range(5):
+        brain.remember(f"filler memory {i} about lunch", id=f"note:f{i}")
+    hits = brain.recall("Zephyr launch", k=5, reinforce=False)
+    ids = [h.id for h in hits]
+    assert ids[0] == "note:launch"
+    maya = hits[ids.index("person:maya")]
+    assert maya.why.matched_terms == []
+    assert maya.why.spread_from == ["note:launch"] and maya.why.spread_text > 0
+    assert "linked to matches note:launch" in maya.why.summary
+    off = Brain(
+        brain.store, namespace=brain.namespace, clock=brain.clock, config=Config(spread_share=0.0)
+    )
+    assert "person:maya" not in [h.id for h in off.recall("Zephyr launch", k=5)]
+
+
+def test_recall_reinforces_by_rank(brain: Brain, clock: FixedClock) -> None:
+    for i in range(4):
+        brain.remember(f"kiwi report {'kiwi ' * (4 - i)}", id=f"note:k{i}")
+    clock.advance(days=60)
+    hits = brain.recall("kiwi", k=4)
+    now = clock.now()
+    reads = [brain.get(h.id).last_read_at for h in hits]
+    assert reads[0] == now  # the top hit fully
+    assert all(r is not None and r < now for r in reads[1:])
+    assert reads[1] > reads[2] > reads[3]  # the tail less and less
+    acts = [brain.activation(h.id) for h in hits]
+    cfg = brain.config
+    assert acts[0] == pytest.approx(cfg.read_bonus)
+    # rank r gets 1 / (1 + reinforce_tail * r) of the way from its old read term to full
+    old = cfg.read_bonus * 2 ** (-60 / cfg.half_life_days)
+    for r in (1, 2, 3):
+        share = 1 / (1 + cfg.reinforce_tail * r)
+        assert acts[r] == pytest.approx(old + share * (cfg.read_bonus - old), rel=1e-3)

@@ -257,3 +257,26 @@ async def test_recall_tool_async_gives_hits_as_artifact(
     assert kuzu_brain.activation("fact:globex-email") > before
     empty = await tools["recall"].ainvoke({"query": "nothing like this"})
     assert empty == "No memories found."
+
+
+def test_remember_tool_supersedes_and_recall_marks_the_outdated(kuzu_brain: Brain) -> None:
+    tools = tools_by_name(kuzu_brain)
+    tools["remember"].invoke({"text": "The team standup is at 9:00", "id": "fact:standup-9"})
+    out = tools["remember"].invoke(
+        {"text": "The team standup is at 10:00", "kind": "fact", "supersedes": ["fact:standup-9"]}
+    )
+    assert "superseding fact:standup-9" in out
+    text = tools["recall"].invoke({"query": "team standup"})
+    first, second = text.split("\n")[0], text.split("\n")[2]
+    assert "10:00" in first and "OUTDATED" not in first
+    assert "fact:standup-9" in second and "OUTDATED: superseded by" in second
+    assert kuzu_brain.get("fact:standup-9").kind == "note"
+    # rewriting by id keeps the old text as a version, and the kind
+    tools["remember"].invoke({"text": "Standup moved to 9:30", "id": "fact:standup-9"})
+    assert [v.text for v in kuzu_brain.history("fact:standup-9")] == [
+        "The team standup is at 9:00",
+        "Standup moved to 9:30",
+    ]
+    assert kuzu_brain.get("fact:standup-9").kind == "note"
+    (entry,) = kuzu_brain.audit_log(action="supersede")
+    assert entry.node_id == "fact:standup-9" and entry.actor == "agent"

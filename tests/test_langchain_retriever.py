@@ -105,7 +105,11 @@ def test_depth_reaches_archived_tiers_and_use_promotes(
     assert kuzu_brain.get("note:globex").tier == Tier.COLD
     assert kuzu_brain.get("note:initech").tier == Tier.WARM
 
-    assert EbbRetriever(brain=kuzu_brain).invoke("invoice") == []
+    assert EbbRetriever(brain=kuzu_brain, depth=1).invoke("invoice") == []
+    # by default recall falls through: warm before cold when nothing hot matches
+    fallen = EbbRetriever(brain=kuzu_brain, reinforce=False).invoke("invoice")
+    assert [d.id for d in fallen] == ["note:initech", "note:globex"]
+    assert fallen[1].metadata["reached"].startswith("cold:")
     warm = EbbRetriever(brain=kuzu_brain, depth=2, reinforce=False).invoke("invoice")
     assert [d.id for d in warm] == ["note:initech"]
     assert warm[0].metadata["tier"] == "warm"

@@ -205,7 +205,31 @@ def test_put_after_delete_brings_the_item_back(store: EbbStore, kuzu_brain: Brai
     assert item is not None and item.value == {"content": "Alice likes Python again"}
     alice = kuzu_brain.scoped("memories.alice")
     assert alice.review_queue() == []
-    assert [e.action for e in alice.audit_log()] == ["forget", "restore"]
+    assert [e.action for e in alice.audit_log()] == ["forget", "restore", "revise"]
+    assert [v.text for v in alice.history("a")] == [
+        "Alice likes Python",
+        "Alice likes Python again",
+    ]
+
+
+def test_put_on_an_existing_key_keeps_the_old_value_as_a_version(
+    store: EbbStore, kuzu_brain: Brain
+) -> None:
+    store.put(ALICE, "diet", {"content": "Alice is vegetarian"})
+    store.put(ALICE, "diet", {"content": "Alice is vegan"})
+    item = store.get(ALICE, "diet")
+    assert item is not None and item.value == {"content": "Alice is vegan"}
+    alice = kuzu_brain.scoped("memories.alice")
+    old, new = alice.history("diet")
+    assert (old.text, old.current, new.text, new.current) == (
+        "Alice is vegetarian",
+        False,
+        "Alice is vegan",
+        True,
+    )
+    assert old.props["langgraph_value"] == {"content": "Alice is vegetarian"}
+    (entry,) = alice.audit_log(action="revise")
+    assert entry.node_id == "diet" and entry.actor == "agent"
 
 
 def test_a_pinned_memory_cannot_be_deleted_by_an_agent(store: EbbStore, kuzu_brain: Brain) -> None:

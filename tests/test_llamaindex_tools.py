@@ -99,8 +99,11 @@ def test_recall_reaches_archived_memories_on_request(
     kuzu_brain.maintain()
     assert kuzu_brain.get("note:globex").tier in (Tier.WARM, Tier.COLD)
 
-    assert "No memories" in tools["recall"].call(query="Globex").content
+    # nothing hot matches: recall falls through to the archived memory, and says so
+    found = tools["recall"].call(query="Globex").content
+    assert "note:globex" in found and "no hot memory scored as high" in found
     assert "note:globex" in tools["recall"].call(query="Globex", include_archived=True).content
+    assert "No memories" in tools["recall"].call(query="zeppelin").content
 
 
 def test_connect_links_two_memories(kuzu_brain: Brain, tools: dict[str, FunctionTool]) -> None:
@@ -164,3 +167,20 @@ async def test_an_agent_uses_the_tools_and_sees_errors_as_tool_output(kuzu_brain
     ]
     assert "client:nobody" in results[1].tool_output.content
     assert [i.id for i in kuzu_brain.review_queue()] == ["fact:dana"]
+
+
+def test_remember_supersedes_and_recall_marks_the_outdated(
+    kuzu_brain: Brain, tools: dict[str, FunctionTool]
+) -> None:
+    tools["remember"].call(text="Invoices go out monthly", kind="policy", id="policy:invoices")
+    out = tools["remember"].call(
+        text="Invoices go out weekly", kind="policy", supersedes=["policy:invoices"]
+    )
+    assert "superseding policy:invoices" in out.content and not out.is_error
+    text = tools["recall"].call(query="invoices go out").content
+    lines = text.split("\n")
+    assert "weekly" in lines[0] and "OUTDATED" not in lines[0]
+    assert "OUTDATED: superseded by" in lines[2] and "policy:invoices" in lines[2]
+    tools["remember"].call(text="Invoices go out every 30 days", id="policy:invoices")
+    assert kuzu_brain.get("policy:invoices").kind == "policy"
+    assert len(kuzu_brain.history("policy:invoices")) == 2

@@ -38,7 +38,7 @@ from ebb_core.mcp_server import (
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 NS = "mcp"
-READ_ONLY = {"neighbors", "review_queue", "stats", "read", "explore"}
+READ_ONLY = {"neighbors", "history", "review_queue", "stats", "read", "explore"}
 
 
 @pytest.fixture
@@ -117,7 +117,7 @@ def text_of(result: CallToolResult) -> str:
 # -- the tool list ---------------------------------------------------------------------------
 
 
-async def test_lists_exactly_the_twelve_tools_and_none_deletes(server: Any) -> None:
+async def test_lists_exactly_the_tools_and_none_deletes(server: Any) -> None:
     async with Client(server) as client:
         tools = (await client.list_tools()).tools
         assert sorted(t.name for t in tools) == sorted(TOOL_NAMES)
@@ -193,6 +193,8 @@ async def test_every_tool_returns_output_matching_its_schema(
             ("fact:acme", 1),
             ("decision:outcome-pricing", 2),
         ]
+        versions = await checked("history", id="decision:seat-pricing")
+        assert [v["current"] for v in versions["versions"]] == [True]
         pinned = await checked("pin", id="person:ravi")
         assert pinned["pinned"] is True
         hits = await checked("recall", query="outcome pricing", k=3)
@@ -277,7 +279,43 @@ async def test_recall_with_no_match_says_what_to_try(server: Any) -> None:
     async with Client(server) as client:
         await seed(client)
         result = await call(client, "recall", query="zeppelin")
-        assert result["hits"] == [] and "depth=2" in result["hint"]
+        assert result["hits"] == [] and "try other words" in result["hint"]
+        result = await call(client, "recall", query="zeppelin", depth=1)
+        assert "leave depth out" in result["hint"]
+
+
+async def test_supersession_and_versions_through_the_tools(server: Any) -> None:
+    async with Client(server) as client:
+        await call(
+            client, "remember", text="We price per seat", kind="decision", id="decision:seats"
+        )
+        await call(
+            client,
+            "remember",
+            text="We price per resolved ticket",
+            kind="decision",
+            id="decision:outcome",
+            supersedes=["decision:seats"],
+        )
+        hits = (await call(client, "recall", query="we price", k=5, reinforce=False))["hits"]
+        assert [h["id"] for h in hits] == ["decision:outcome", "decision:seats"]
+        assert hits[1]["why"]["superseded_by"] == ["decision:outcome"]
+        assert hits[0]["why"]["reached"] == "hot"
+        # connect with kind supersedes does the same, audited
+        await call(client, "remember", text="Seats were $40", kind="fact", id="fact:seat-price")
+        await call(client, "remember", text="Tickets are $2", kind="fact", id="fact:ticket")
+        await call(client, "connect", src="fact:ticket", dst="fact:seat-price", kind="supersedes")
+        hits = (await call(client, "recall", query="seat price tickets", reinforce=False))["hits"]
+        by_id = {h["id"]: h for h in hits}
+        assert by_id["fact:seat-price"]["why"]["superseded_by"] == ["fact:ticket"]
+        # a new text under the same id keeps the old one as a version; the kind stays
+        memory = await call(client, "remember", text="We price per outcome", id="decision:outcome")
+        assert memory["kind"] == "decision"
+        history = await call(client, "history", id="decision:outcome")
+        assert [(v["version"], v["text"], v["current"]) for v in history["versions"]] == [
+            (1, "We price per resolved ticket", False),
+            (2, "We price per outcome", True),
+        ]
 
 
 async def test_cypher_looking_and_odd_unicode_text_round_trips(server: Any, db: Path) -> None:

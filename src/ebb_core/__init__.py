@@ -25,6 +25,7 @@ from .model import (
     ReviewItem,
     Stats,
     Tier,
+    Version,
     Why,
 )
 from .scoring import Config
@@ -54,6 +55,7 @@ __all__ = [
     "StoreLocked",
     "SystemClock",
     "Tier",
+    "Version",
     "Why",
     "__version__",
     "open_store",

@@ -179,9 +179,18 @@ def _short(text: str, n: int = 80) -> str:
 
 @main.command()
 @click.argument("text")
-@click.option("--kind", default="note", show_default=True, help="Kind of memory.")
-@click.option("--id", "id_", help="Id like kind:slug (generated when omitted).")
+@click.option(
+    "--kind", default=None, help="Kind of memory [default: note; an existing memory keeps its own]."
+)
+@click.option(
+    "--id", "id_", help="Id like kind:slug (generated when omitted; an existing id: new version)."
+)
 @click.option("--link", "links", multiple=True, help="Id of a memory to link to (repeatable).")
+@click.option(
+    "--supersedes",
+    multiple=True,
+    help="Id of a memory this one replaces: it ranks below it from now on (repeatable).",
+)
 @click.option("--props", help="JSON object of extra properties.")
 @click.option("--pin", is_flag=True, help="Pin it: never archived.")
 @json_option
@@ -190,20 +199,31 @@ def _short(text: str, n: int = 80) -> str:
 def remember(
     c: Ctx,
     text: str,
-    kind: str,
+    kind: str | None,
     id_: str | None,
     links: tuple[str, ...],
+    supersedes: tuple[str, ...],
     props: str | None,
     pin: bool,
     as_json: bool,
 ) -> None:
-    """Store a memory (TEXT) and link it to others."""
+    """Store a memory (TEXT) and link it to others. New text under an existing --id is a new
+    version: the old one is kept (`ebb history ID`)."""
     try:
         parsed = json.loads(props) if props else None
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"--props is not valid JSON: {exc}", field="props") from None
     with c.brain() as b:
-        node = b.remember(text, kind=kind, id=id_, links=links, props=parsed, pinned=pin)
+        node = b.remember(
+            text,
+            kind=kind,
+            id=id_,
+            links=links,
+            props=parsed,
+            pinned=pin,
+            supersedes=supersedes,
+            actor="cli",
+        )
     if as_json:
         emit_json(node)
     else:
@@ -213,7 +233,12 @@ def remember(
 @main.command()
 @click.argument("query")
 @click.option("-k", default=5, show_default=True, help="How many results.")
-@click.option("--depth", default=1, show_default=True, help="1 hot, 2 +warm, 3 +cold.")
+@click.option(
+    "--depth",
+    type=click.IntRange(1, 3),
+    default=None,
+    help="A limit: 1 hot, 2 +warm, 3 +cold [default: every live tier, hot first].",
+)
 @click.option("--archived", is_flag=True, help="Include cold (archived) memories.")
 @click.option("--kind", "kinds", multiple=True, help="Only these kinds (repeatable).")
 @click.option("--no-reinforce", is_flag=True, help="Look without reinforcing what is returned.")
@@ -224,7 +249,7 @@ def recall(
     c: Ctx,
     query: str,
     k: int,
-    depth: int,
+    depth: int | None,
     archived: bool,
     kinds: tuple[str, ...],
     no_reinforce: bool,
@@ -270,13 +295,56 @@ def recall(
 @pass_ctx
 @handle_errors
 def connect(c: Ctx, src: str, dst: str, kind: str, weight: float | None, as_json: bool) -> None:
-    """Link SRC to DST (or reinforce that link)."""
+    """Link SRC to DST (or reinforce that link). --kind supersedes: SRC replaces DST."""
     with c.brain() as b:
-        edge = b.connect(src, dst, kind=kind, weight=weight)
+        edge = b.connect(src, dst, kind=kind, weight=weight, actor="cli")
     if as_json:
         emit_json(edge)
     else:
         out.print(f"{edge.src} -[{edge.kind} {edge.weight:g}]-> {edge.dst}")
+
+
+@main.command()
+@click.argument("old")
+@click.argument("new")
+@json_option
+@pass_ctx
+@handle_errors
+def supersede(c: Ctx, old: str, new: str, as_json: bool) -> None:
+    """Record that memory NEW replaces memory OLD: OLD then ranks below NEW in recall and
+    leaves hot at the next maintain. Nothing is deleted."""
+    with c.brain() as b:
+        edge = b.supersede(old, new, actor="cli")
+    if as_json:
+        emit_json(edge)
+    else:
+        out.print(f"{edge.src} supersedes {edge.dst}")
+
+
+@main.command()
+@click.argument("id_", metavar="ID")
+@json_option
+@pass_ctx
+@handle_errors
+def history(c: Ctx, id_: str, as_json: bool) -> None:
+    """List every version of memory ID's text, oldest first (the last is current)."""
+    with c.brain() as b:
+        versions = b.history(id_)
+    if as_json:
+        emit_json(versions)
+        return
+    t = Table()
+    for col in ("version", "written", "kind", "text", "replaced"):
+        t.add_column(col, overflow="fold")
+    for v in versions:
+        t.add_row(
+            str(v.version) + (" (current)" if v.current else ""),
+            f"{v.at:%Y-%m-%d %H:%M}",
+            v.kind,
+            _short(v.text, 60),
+            f"{v.replaced_at:%Y-%m-%d %H:%M}" if v.replaced_at else "",
+        )
+    out.print(t)
 
 
 @main.command()

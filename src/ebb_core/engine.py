@@ -17,7 +17,7 @@ import os
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
@@ -38,13 +38,14 @@ from .model import (
     ReviewItem,
     Stats,
     Tier,
+    Version,
     Why,
     has_control_chars,
     is_valid_kind,
     slugify,
 )
 from .scoring import Config
-from .store import Adjustment, GraphStore, Link, Match
+from .store import SUPERSEDES, Adjustment, GraphStore, Link, Match, TierMove
 from .text import STOP_WORDS, matched_terms, query_terms, stem, words
 
 Progress = Callable[[int, int], None]
@@ -361,14 +362,22 @@ class Brain:
         )
         return keys
 
-    def _promote(self, nodes: Mapping[str, Node], keys: Mapping[str, float]) -> None:
-        """Use lifts a node out of warm or cold at once; demotion waits for ``maintain``."""
+    def _promote(
+        self,
+        nodes: Mapping[str, Node],
+        keys: Mapping[str, float],
+        caps: Mapping[str, Tier] | None = None,
+    ) -> None:
+        """Use lifts a node out of warm or cold at once (never above its tier in ``caps``);
+        demotion waits for ``maintain``."""
         cfg, mx = self._s.config, self._ref_key()
         changes: dict[str, dict[str, Any]] = {}
         audits = []
         for i, n in nodes.items():
             if n.tier in (Tier.WARM, Tier.COLD):
                 target = scoring.tier_for(scoring.ratio(keys[i], mx), n.pinned, cfg)
+                if caps and i in caps:
+                    target = max(target, caps[i])
                 if target < n.tier:
                     changes[i] = {"tier": target}
                     audits.append(
@@ -392,7 +401,7 @@ class Brain:
         self,
         text: str,
         *,
-        kind: str = "note",
+        kind: str | None = None,
         id: str | None = None,
         props: Mapping[str, Any] | None = None,
         links: Iterable[str] = (),
@@ -400,48 +409,64 @@ class Brain:
         weight: float = 1.0,
         pinned: bool = False,
         at: datetime | None = None,
+        supersedes: Iterable[str] = (),
+        actor: str = "agent",
     ) -> Node:
-        """Store a memory (or update the one with this ``id``) and link it to ``links``.
+        """Store a memory (or a new version of the one with this ``id``) and link it to ``links``.
 
         A new memory counts as just read, so it starts with the read bonus. ``at`` backdates it
-        (for ingesting old sources); by default it is the clock's now. Returns the stored node.
+        (for ingesting old sources); by default it is the clock's now. ``kind`` defaults to
+        ``note`` for a new memory and to the existing kind otherwise; ``props`` left out keep the
+        existing ones. New text (or an explicit new kind or props) under an existing id is a
+        new *version*: the old one is kept in an audited ``revise`` entry (see :meth:`history`),
+        never silently overwritten. ``supersedes`` names memories this one replaces: each gets a
+        ``supersedes`` link from it and ranks below it in recall (see :meth:`supersede`).
+        Returns the stored node.
 
         >>> brain.remember("Acme renews in March", kind="fact", links=["client:acme"])
         ... # doctest: +SKIP
         """
         text = validate_text(text)
-        kind = validate_kind(kind)
+        kind = validate_kind(kind) if kind is not None else None
         validate_weight(weight)
-        clean_props = validate_props(props)
+        clean_props = validate_props(props) if props is not None else None
         link_ids = list(dict.fromkeys(validate_id(x) for x in links))
+        old_ids = list(dict.fromkeys(validate_id(x) for x in supersedes))
         link_kind = validate_kind(link_kind, "link_kind")
+        actor = validate_actor(actor)
         with self._tx():
             now_us = self._now_us()
             self._maybe_rebase(now_us)
             when = as_utc(at) if at is not None else from_us(now_us)
             generated = id is None
             if id is None:
-                id = self._new_id(kind, text)
+                id = self._new_id(kind or "note", text)
             else:
                 validate_id(id)
             if id in link_ids:
                 raise InvalidInput(f"memory {id!r} cannot link to itself", field="links")
+            if id in old_ids:
+                raise InvalidInput(f"memory {id!r} cannot supersede itself", field="supersedes")
             existing = None if generated else self._s.store.get_nodes(self._ns, [id]).get(id)
             if existing is not None and existing.tier == Tier.FROZEN:
                 raise InvalidInput(
                     f"memory {id!r} is in the review queue: restore it first to change it",
                     field="id",
                 )
-            linked = self._require(link_ids) if link_ids else {}
+            linked = self._require(list(dict.fromkeys(link_ids + old_ids)))
             frozen = [i for i, n in linked.items() if n.tier == Tier.FROZEN]
             if frozen:
                 raise InvalidInput(
-                    f"cannot link to {frozen[0]!r}: it is in the review queue", field="links"
+                    f"cannot link to {frozen[0]!r}: it is in the review queue",
+                    field="supersedes" if frozen[0] in old_ids else "links",
                 )
+            new_kind = kind or (existing.kind if existing else "note")
+            if clean_props is None:
+                clean_props = dict(existing.props) if existing else {}
             node = Node(
                 id=id,
                 namespace=self._ns,
-                kind=kind,
+                kind=new_kind,
                 text=text,
                 props=clean_props,
                 created_at=existing.created_at if existing else when,
@@ -453,24 +478,50 @@ class Brain:
                 key=existing.key if existing else 0.0,
                 degree=existing.degree if existing else 0,
             )
+            audits: list[dict[str, Any]] = []
+            if existing is not None and (existing.text, existing.kind, existing.props) != (
+                text,
+                new_kind,
+                clean_props,
+            ):
+                audits.append(self._revision(existing, actor))
             if existing is not None:
                 self._s.store.upsert_nodes([node])
+            wanted = [(link, link_kind, weight) for link in link_ids]
+            wanted += [
+                (old, SUPERSEDES, 1.0)
+                for old in old_ids
+                if not (link_kind == SUPERSEDES and old in link_ids)
+            ]
             new_edges, changed = [], []
-            for link in link_ids:
+            for dst, edge_kind, w in wanted:
                 edge = Edge(
                     namespace=self._ns,
                     src=id,
-                    dst=link,
-                    kind=link_kind,
-                    weight=weight,
+                    dst=dst,
+                    kind=edge_kind,
+                    weight=w,
                     created_at=when,
                     reinforced_at=when,
                 )
-                old = self._s.store.get_edge(self._ns, id, link, link_kind) if existing else None
+                old = self._s.store.get_edge(self._ns, id, dst, edge_kind) if existing else None
                 if old is None:
                     new_edges.append(edge)
                 else:
                     changed.append((old, edge.model_copy(update={"created_at": old.created_at})))
+            audits += [
+                {
+                    "action": "supersede",
+                    "node_id": old,
+                    "from_tier": linked[old].tier,
+                    "to_tier": linked[old].tier,
+                    "actor": actor,
+                    "reason": f"superseded by {id}",
+                    "payload": {"by": id},
+                }
+                for old in old_ids
+            ]
+            self._audit(audits)
             before = {id: node, **linked}
             changes = self._plan(
                 before, read={id: to_us(when)}, new_edges=new_edges, changed=changed
@@ -503,6 +554,78 @@ class Brain:
             self._promote({id: node}, keys)
             return self._s.store.get_nodes(self._ns, [id])[id]
 
+    def _revision(self, old: Node, actor: str) -> dict[str, Any]:
+        """The audit entry keeping ``old`` (text, kind, props) as a version when it changes."""
+        n = len(self._s.store.audit_log(self._ns, MAX_K * 100, node_id=old.id, action="revise"))
+        return {
+            "action": "revise",
+            "node_id": old.id,
+            "from_tier": old.tier,
+            "to_tier": Tier.HOT,
+            "actor": actor,
+            "reason": f"version {n + 1} replaced by version {n + 2}",
+            "payload": {
+                "version": n + 1,
+                "text": old.text,
+                "kind": old.kind,
+                "props": old.props,
+                "at": old.updated_at.isoformat(),
+            },
+        }
+
+    def supersede(self, old: str, new: str, *, actor: str = "agent") -> Edge:
+        """Record that memory ``new`` replaces memory ``old``: a ``new -supersedes-> old`` link.
+
+        From now on ``old`` ranks below ``new`` in recall at every depth (and ``new`` comes up
+        where only ``old`` matched), its ``why`` names its replacement, it leaves hot at the
+        next :meth:`maintain` and use no longer lifts it back. Nothing is deleted: ``old`` stays
+        findable, below what replaced it. Audited (action ``supersede``). Returns the link.
+
+        >>> brain.supersede("decision:seat-pricing", "decision:outcome-pricing")  # doctest: +SKIP
+        """
+        actor = validate_actor(actor)
+        if old == new:
+            raise InvalidInput(f"memory {old!r} cannot supersede itself", field="new")
+        return self.connect(new, old, kind=SUPERSEDES, actor=actor)
+
+    def history(self, id: str) -> list[Version]:
+        """Every version of a memory's text, oldest first; the last one is the current text.
+
+        Remembering new text under an existing id keeps the old text here (each old version
+        is an audited ``revise`` entry), so an update never loses what was there before.
+        """
+        with self._tx():
+            node = self._require([id])[id]
+            entries = self._s.store.audit_log(self._ns, MAX_K * 100, node_id=id, action="revise")
+        out = []
+        for n, e in enumerate(entries, 1):
+            p = e.payload or {}
+            out.append(
+                Version(
+                    id=id,
+                    version=n,
+                    text=str(p.get("text", "")),
+                    kind=str(p.get("kind", node.kind)),
+                    props=p.get("props") or {},
+                    at=p.get("at") or e.at,
+                    current=False,
+                    replaced_at=e.at,
+                    actor=e.actor,
+                )
+            )
+        out.append(
+            Version(
+                id=id,
+                version=len(entries) + 1,
+                text=node.text,
+                kind=node.kind,
+                props=node.props,
+                at=node.updated_at,
+                current=True,
+            )
+        )
+        return out
+
     def _new_id(self, kind: str, text: str) -> str:
         """``kind:slug``, then ``-2``, ``-3``; after that a short hash (no long probing when
         the same text recurs, like "thanks" in a chat)."""
@@ -526,11 +649,15 @@ class Brain:
         kind: str = "related",
         weight: float | None = None,
         props: Mapping[str, Any] | None = None,
+        actor: str = "agent",
     ) -> Edge:
         """Link two memories (or reinforce the existing ``src -kind-> dst`` edge).
 
         ``weight`` defaults to 1.0 for a new edge and leaves an existing edge's weight unchanged.
+        A new ``supersedes`` link says ``src`` replaces ``dst`` (see :meth:`supersede`) and is
+        audited.
         """
+        actor = validate_actor(actor)
         kind = validate_kind(kind)
         if weight is not None:
             validate_weight(weight)
@@ -559,17 +686,33 @@ class Brain:
                 props=clean_props if props is not None else (old.props if old else {}),
             )
             if old is None:
+                if kind == SUPERSEDES:
+                    self._audit(
+                        [
+                            {
+                                "action": "supersede",
+                                "node_id": dst,
+                                "from_tier": nodes[dst].tier,
+                                "to_tier": nodes[dst].tier,
+                                "actor": actor,
+                                "reason": f"superseded by {src}",
+                                "payload": {"by": src},
+                            }
+                        ]
+                    )
                 changes = self._plan(nodes, new_edges=[edge])
                 keys = self._new_keys(nodes, changes)
                 self._s.store.write_event(self._ns, changes=changes, new_edges=[edge])
             else:
                 keys = self._adjust(nodes, changed=[(old, edge)])
                 self._s.store.upsert_edges([edge])
-            self._promote(nodes, keys)
+            # being replaced is not a use: a supersedes link lifts only its source
+            self._promote(nodes, keys, {dst: nodes[dst].tier} if kind == SUPERSEDES else None)
             return edge
 
     def reinforce(self, id: str, *, with_id: str | None = None) -> Node:
-        """Mark a memory as used: reset its read clock and the clocks of its edges.
+        """Mark a memory as used: reset its read clock and the clocks of its edges (except the
+        ``supersedes`` links to what it replaced: using the new keeps nothing old alive).
 
         With ``with_id``, only the edges between the two are reinforced (and both read clocks).
         Returns the memory as it is now.
@@ -586,7 +729,13 @@ class Brain:
                     )
             now = from_us(now_us)
             incident = self._s.store.incident(self._ns, [id])
-            chosen = [inc for inc in incident if with_id is None or inc.other.id == with_id]
+            # A replacement's use does not keep what it replaced alive: its supersedes links
+            # are reinforced only when asked for by name (with_id).
+            chosen = [
+                inc
+                for inc in incident
+                if (inc.other.id == with_id) or (with_id is None and inc.edge.kind != SUPERSEDES)
+            ]
             if with_id is not None and not chosen:
                 raise NotFound(f"no edge between {id!r} and {with_id!r}", id=with_id)
             changed = [
@@ -782,17 +931,35 @@ class Brain:
                 self._mark_read(nodes, self._now_us())
             return list(nodes.values())
 
-    def _mark_read(self, nodes: Mapping[str, Node], now_us: int) -> None:
-        """Reset the read clock of ``nodes`` (what recall and read return), then re-tier them."""
-        keys = self._adjust(nodes, read=dict.fromkeys(nodes, now_us))
-        self._promote(nodes, keys)
+    def _mark_read(
+        self,
+        nodes: Mapping[str, Node],
+        now_us: int,
+        shares: Mapping[str, float] | None = None,
+        caps: Mapping[str, Tier] | None = None,
+    ) -> None:
+        """Reset the read clock of ``nodes`` (what recall and read return), then re-tier them.
+
+        ``shares`` gives a node a part of a full reinforcement (recall reinforces its top hit
+        fully and its tail less; see :func:`scoring.partial_read_us`); ``caps`` keeps a node
+        from being lifted above a tier (a superseded memory never returns to hot by use).
+        """
+        cfg = self._s.config
+        read = {
+            i: scoring.partial_read_us(
+                (shares or {}).get(i, 1.0), _opt_us(n.last_read_at), now_us, cfg
+            )
+            for i, n in nodes.items()
+        }
+        keys = self._adjust(nodes, read=read)
+        self._promote(nodes, keys, caps)
 
     def recall(
         self,
         query: str,
         k: int = 5,
         *,
-        depth: int = 1,
+        depth: int | None = None,
         include_archived: bool = False,
         kinds: Sequence[str] = (),
         reinforce: bool = True,
@@ -800,9 +967,24 @@ class Brain:
         """The ``k`` memories most relevant to ``query``, each with why it surfaced.
 
         Candidates come from the full-text index (never a scan of every memory) and are ranked by
-        a blend of normalised text match and normalised activation. Hot memories only by default;
-        ``depth=2`` adds warm, ``include_archived=True`` adds cold; frozen never. What is returned
-        is reinforced (its read clock resets) unless ``reinforce=False``.
+        a blend of normalised text match and normalised activation, with three corrections:
+
+        - *tier fall-through*: every tier but frozen is searched, hot first: a warm (cold)
+          candidate's score is multiplied by ``Config.warm_prior`` (``cold_prior``), so it
+          surfaces when hot holds nothing comparably strong. ``depth`` is an explicit limit:
+          1 hot only, 2 hot and warm, 3 (or ``include_archived=True``) down to cold; frozen
+          memories never surface (they wait for a person).
+        - *spreading*: the strongest text matches pass part of their text score one hop along
+          their live links (``Config.spread_share``), so a memory tied to strong matches can
+          surface with few shared words.
+        - *supersession*: a memory that a live memory supersedes ranks below its replacement
+          (the replacement is brought in if it matched nothing) and its score is multiplied by
+          ``Config.superseded_weight``.
+
+        ``why`` of every hit gives the parts of its score, the tier it came from and why recall
+        reached it, what spread to it and what superseded it. What is returned is reinforced
+        (its read clock moves) unless ``reinforce=False``: the top hit fully, the hit at rank r
+        by ``1 / (1 + reinforce_tail · r)`` of a full reinforcement, superseded hits less still.
         """
         if not isinstance(query, str):
             raise InvalidInput("query must be a string", field="query")
@@ -812,12 +994,12 @@ class Brain:
             )
         _encodable(query, "query")
         validate_k(k)
-        if depth not in (1, 2, 3):
+        if depth is not None and (isinstance(depth, bool) or depth not in (1, 2, 3)):
             raise InvalidInput(
                 f"depth must be 1 (hot), 2 (+warm) or 3 (+cold), got {depth!r}", field="depth"
             )
         kinds = [validate_kind(x, "kinds") for x in kinds]
-        max_tier = Tier.COLD if include_archived or depth == 3 else Tier(depth)
+        max_tier = Tier.COLD if depth is None or include_archived or depth == 3 else Tier(depth)
         cfg = self._s.config
         terms = query_terms(query)
         with self._tx():
@@ -828,48 +1010,152 @@ class Brain:
                 cands = store.text_matches(self._ns, " ".join(terms), max_tier, pool, kinds)
             else:
                 cands = [
-                    Match(n.id, 0.0, n.key, n.pinned)
+                    Match(n.id, 0.0, n.key, n.pinned, int(n.tier))
                     for n in store.top_by_key(self._ns, max_tier, k, kinds)
                 ]
             if not cands:
                 return []
-            # Normalise activation as tiers do; before the first reference exists, by the best
-            # candidate.
-            mx = self._ref_key() or max(c.key for c in cands)
-            top_text = max(c.score for c in cands) or 1.0
-            scored = []
-            for c in cands:
-                t_norm = c.score / top_text if terms else 0.0
-                a_norm = scoring.ratio(c.key, mx)
-                scored.append((scoring.blend(t_norm, a_norm, cfg), c, t_norm, a_norm))
-            scored.sort(key=lambda r: (-r[0], r[1].id))
-            found = store.get_nodes(self._ns, [r[1].id for r in scored[:k]])
-            chosen = [
-                (score, found[c.id], c.score, t_norm, a_norm)
-                for score, c, t_norm, a_norm in scored[:k]
-                if c.id in found
-            ]
-            nodes = {r[1].id: r[1] for r in chosen}
+            ranked = self._rank(cands, bool(terms), max_tier, set(kinds), k, now_us)[:k]
+            found = store.get_nodes(self._ns, [c.id for c in ranked])
+            chosen = [(c, found[c.id]) for c in ranked if c.id in found]
+            nodes = {n.id: n for _, n in chosen}
             links = self._s.store.strongest_links(
                 self._ns, list(nodes), now_us, cfg.half_life_us, cfg.live_link_min, 10 * len(nodes)
             )
             by_node: dict[str, list[Link]] = {}
             for link in links:
                 by_node.setdefault(link.node_id, []).append(link)
-            hits = [self._hit(r, terms, by_node.get(r[1].id, []), now_us) for r in chosen]
+            hits = [
+                self._hit(c, n, terms, by_node.get(n.id, []), now_us, ranked) for c, n in chosen
+            ]
             if reinforce:
-                self._mark_read(nodes, now_us)
+                shares = {
+                    n.id: scoring.reinforce_share(rank, cfg)
+                    * (cfg.superseded_weight if c.superseded_by else 1.0)
+                    for rank, (c, n) in enumerate(chosen)
+                }
+                caps = {c.id: Tier.WARM for c, _ in chosen if c.superseded_by}
+                self._mark_read(nodes, now_us, shares, caps)
             return hits
+
+    def _rank(
+        self,
+        matches: Sequence[Match],
+        has_terms: bool,
+        max_tier: Tier,
+        kinds: set[str],
+        k: int,
+        now_us: int,
+    ) -> list[_Candidate]:
+        """Recall's ranking of its text candidates (see :meth:`recall`), best first."""
+        cfg, store = self._s.config, self._s.store
+        top_text = max(m.score for m in matches) or 1.0
+        cands = {
+            m.id: _Candidate(
+                m.id, m.score, m.score / top_text if has_terms else 0.0, m.key, m.pinned, m.tier
+            )
+            for m in matches
+        }
+
+        def admit(ids: Iterable[str]) -> None:
+            """Bring memories that matched no words in as candidates, if recall may see them."""
+            wanted = [i for i in dict.fromkeys(ids) if i not in cands]
+            if not wanted:
+                return
+            for i, n in store.get_nodes(self._ns, wanted).items():
+                if n.tier <= max_tier and (not kinds or n.kind in kinds):
+                    cands[i] = _Candidate(i, 0.0, 0.0, n.key, n.pinned, int(n.tier))
+
+        # Query-time spreading: one hop from the strongest text matches along live links.
+        if has_terms and cfg.spread_share > 0 and cfg.spread_sources > 0:
+            sources = sorted(
+                (c for c in cands.values() if c.t_norm > 0), key=lambda c: (-c.t_norm, c.id)
+            )[: cfg.spread_sources]
+            h = cfg.half_life_us
+            links = store.strongest_links(
+                self._ns,
+                [c.id for c in sources],
+                now_us,
+                h,
+                cfg.spread_link_min,
+                16 * len(sources),
+            )
+            # A link passes its share damped by its decay relative to the source's strongest
+            # link: a stale association of a live memory passes little, and an old
+            # conversation's links pass as much as when they were fresh.
+            decayed = [
+                (link, link.weight * scoring.decay(now_us - link.reinforced_us, h))
+                for link in links
+            ]
+            strongest: dict[str, float] = {}
+            for link, dw in decayed:
+                strongest[link.node_id] = max(strongest.get(link.node_id, 0.0), dw)
+            gains: dict[str, list[tuple[float, str]]] = {}
+            for link, dw in decayed:
+                top = strongest[link.node_id]
+                damp = dw / top if top > 0 else 1.0
+                gain = cfg.spread_share * cands[link.node_id].t_norm * damp
+                gains.setdefault(link.other_id, []).append((gain, link.node_id))
+            admit(gains)
+            for i, got in gains.items():
+                if i in cands:
+                    got.sort(key=lambda g: (-g[0], g[1]))
+                    cands[i].spread = sum(g for g, _ in got)
+                    cands[i].spread_from = list(dict.fromkeys(s for _, s in got))
+
+        # Normalise activation as tiers do; before the first reference exists, by the best
+        # candidate.
+        mx = self._ref_key() or max(c.key for c in cands.values())
+        for c in cands.values():
+            c.a_norm = scoring.ratio(c.key, mx)
+            c.score = scoring.blend(c.t_norm + c.spread, c.a_norm, cfg) * scoring.tier_prior(
+                c.tier, cfg
+            )
+
+        # Supersession: among the best candidates, a replaced memory sinks below its
+        # replacement (brought in if it matched nothing) and loses part of its score.
+        order = sorted(cands.values(), key=lambda c: (-c.score, c.id))
+        checked: set[str] = set()
+        todo = [c.id for c in order[: max(3 * k, 30)]]
+        for _ in range(3):  # chains of replacements, a few links deep
+            todo = [i for i in todo if i not in checked]
+            if not todo:
+                break
+            checked.update(todo)
+            replaced = store.superseded_by(self._ns, todo)
+            admit(x for news in replaced.values() for x in news)
+            todo = []
+            for old, news in replaced.items():
+                c = cands[old]
+                c.superseded_by = news
+                for n in news:
+                    if n in cands:
+                        r = cands[n]
+                        if r.t_norm == 0 and r.spread == 0 and not r.supplied:
+                            r.a_norm = scoring.ratio(r.key, mx)
+                        # the replacement answers what the old memory answered
+                        if c.score > r.score:
+                            r.score, r.supplied = c.score, True
+                        todo.append(n)
+                c.score *= cfg.superseded_weight
+        for _ in range(3):
+            for c in cands.values():
+                present = [cands[n].score for n in c.superseded_by if n in cands]
+                if present and c.score >= min(present):
+                    c.score = min(present) * (1.0 - 1e-9)
+        return sorted(cands.values(), key=lambda c: (-c.score, c.id))
 
     def _hit(
         self,
-        row: tuple[float, Node, float, float, float],
+        c: _Candidate,
+        node: Node,
         terms: list[str],
         links: Sequence[Link],
         now_us: int,
+        ranked: Sequence[_Candidate],
     ) -> RecallHit:
-        """One hit with its explanation; ``links`` are this node's strongest live links."""
-        score, node, text_score, t_norm, a_norm = row
+        """One hit with its explanation; ``links`` are this node's strongest live links and
+        ``ranked`` the candidates in order (to say why recall reached a deeper tier)."""
         cfg = self._s.config
         parts = scoring.activation_parts(
             node.base_key, node.key, _opt_us(node.last_read_at), now_us, self._s.epoch_us, cfg
@@ -892,13 +1178,32 @@ class Brain:
         )
         live.sort(key=lambda x: (-x.decayed_weight, x.id))
         matched = matched_terms(terms, node.text)
+        reached = "hot"
+        if node.tier != Tier.HOT:
+            below = [r.score for r in ranked if r.tier == Tier.HOT and r.score < c.score]
+            best = max(below, default=None)
+            prior = scoring.tier_prior(node.tier, cfg)
+            reached = (
+                f"{node.tier.label}: no hot memory scored as high"
+                + (f" (the best below it: {best:.3f})" if best is not None else "")
+                + f"; its score carries the {node.tier.label} prior x{prior:g}"
+            )
         summary = _summary(matched, parts, live, node.tier, last, now_us)
+        extra = []
+        if c.spread_from:
+            extra.append(f"linked to matches {', '.join(c.spread_from[:3])} (+{c.spread:.3f})")
+        if c.superseded_by:
+            extra.append(f"superseded by {', '.join(c.superseded_by)}")
+        if node.tier != Tier.HOT:
+            extra.append(f"from {reached}")
+        if extra:
+            summary = summary + "; " + "; ".join(extra)
         why = Why(
             matched_terms=matched,
-            text_score=text_score,
-            text_norm=t_norm,
+            text_score=c.text_score,
+            text_norm=c.t_norm,
             activation=parts.total,
-            activation_norm=a_norm,
+            activation_norm=c.a_norm,
             edges_part=parts.edges,
             read_part=parts.read,
             spread_part=parts.spread,
@@ -906,8 +1211,12 @@ class Brain:
             last_reinforced_at=last,
             tier=node.tier,
             summary=summary,
+            spread_text=c.spread,
+            spread_from=c.spread_from[:10],
+            superseded_by=c.superseded_by,
+            reached=reached,
         )
-        return RecallHit(node=node, score=score, why=why)
+        return RecallHit(node=node, score=c.score, why=why)
 
     def activation(self, id: str) -> float:
         """A memory's activation right now (no reinforcement)."""
@@ -1059,6 +1368,7 @@ class Brain:
             moves = self._s.store.tier_moves(
                 self._ns, mx, cfg.hot_ratio, cfg.warm_ratio, cfg.cold_ratio
             )
+            moves, why_moved = self._policy_moves(moves, now_us)
             now = from_us(now_us)
             changes: dict[str, dict[str, Any]] = {}
             moved: dict[str, int] = {}
@@ -1078,6 +1388,7 @@ class Brain:
                     fields["review_reason"] = (
                         f"decayed: activation is {m.ratio:.2%} of the most active memory, "
                         f"below the {cfg.cold_ratio:.0%} cut-off"
+                        + (f"; {why_moved[m.node_id]}" if m.node_id in why_moved else "")
                     )
                     fields["queued_at"] = now
                     queued.append(m.node_id)
@@ -1091,7 +1402,7 @@ class Brain:
                 audit["node_id"].append(m.node_id)
                 audit["from_tier"].append(m.from_tier)
                 audit["to_tier"].append(m.to_tier)
-                audit["reason"].append(f"activation ratio {m.ratio:.4f}")
+                audit["reason"].append(why_moved.get(m.node_id, f"activation ratio {m.ratio:.4f}"))
             audit["actor"] = ["maintain"] * len(moves)
             if changes:
                 self._s.store.update_nodes(self._ns, changes)
@@ -1108,6 +1419,63 @@ class Brain:
                 rebased=rebased,
                 spreading=spreading,
             )
+
+    def _policy_moves(
+        self, moves: Sequence[TierMove], now_us: int
+    ) -> tuple[list[TierMove], dict[str, str]]:
+        """``moves`` as the replacement policy has them, and the reason for each move it changed
+        or added.
+
+        - A superseded, unpinned memory is kept out of hot (at least warm): it was replaced.
+        - Decay alone archives but never queues for deletion: a memory whose activation fell
+          below the cold cut-off is frozen only when it was superseded, or when every memory
+          it is linked to was (the support of a replaced decision); otherwise it stays cold,
+          findable when nothing fresher matches. ``Config.decay_alone_freezes`` restores
+          freezing by decay alone.
+        """
+        cfg, store = self._s.config, self._s.store
+        replaced = store.superseded_by(self._ns, None)
+        freezing = [m.node_id for m in moves if m.to_tier == Tier.FROZEN]
+        if not replaced and (cfg.decay_alone_freezes or not freezing):
+            return list(moves), {}
+        context: dict[str, list[str]] = {}
+        if freezing and not cfg.decay_alone_freezes:
+            unreplaced = [i for i in freezing if i not in replaced]
+            for link in store.strongest_links(
+                self._ns, unreplaced, now_us, cfg.half_life_us, 0.0, 16 * len(unreplaced)
+            ):
+                context.setdefault(link.node_id, []).append(link.other_id)
+        nodes = store.get_nodes(self._ns, list(replaced))
+        out: list[TierMove] = []
+        reasons: dict[str, str] = {}
+        planned = {m.node_id for m in moves}
+        for m in moves:
+            n = nodes.get(m.node_id)
+            if m.to_tier == Tier.FROZEN and not cfg.decay_alone_freezes:
+                if m.node_id in replaced:
+                    reasons[m.node_id] = f"superseded by {', '.join(replaced[m.node_id])}"
+                    out.append(m)
+                    continue
+                linked = context.get(m.node_id, [])
+                if linked and all(x in replaced for x in linked):
+                    reasons[m.node_id] = (
+                        "everything it links to was superseded "
+                        f"({', '.join(sorted(set(linked))[:3])})"
+                    )
+                    out.append(m)
+                elif m.from_tier != Tier.COLD:  # archived, not queued for deletion
+                    out.append(TierMove(m.node_id, m.from_tier, Tier.COLD, m.ratio))
+                continue
+            if n is None or n.pinned or m.to_tier > m.from_tier:
+                out.append(m)  # not replaced, or a demotion
+            elif m.from_tier == Tier.HOT:  # what was replaced leaves hot, and never rises
+                out.append(TierMove(m.node_id, m.from_tier, Tier.WARM, m.ratio))
+                reasons[m.node_id] = f"superseded by {', '.join(replaced[m.node_id])}"
+        for i, n in nodes.items():
+            if i not in planned and n.tier == Tier.HOT and not n.pinned:
+                out.append(TierMove(i, Tier.HOT, Tier.WARM, 1.0))
+                reasons[i] = f"superseded by {', '.join(replaced[i])}"
+        return out, reasons
 
     # -- export / import -------------------------------------------------------------------------
     def export(
@@ -1395,6 +1763,24 @@ class _InterruptGate:
             raise KeyboardInterrupt
 
 
+@dataclass
+class _Candidate:
+    """One memory recall is ranking, with the parts of its score."""
+
+    id: str
+    text_score: float
+    t_norm: float
+    key: float
+    pinned: bool
+    tier: int
+    spread: float = 0.0
+    spread_from: list[str] = field(default_factory=list)
+    superseded_by: list[str] = field(default_factory=list)
+    a_norm: float = 0.0
+    score: float = 0.0
+    supplied: bool = False  # its score came from the memory it replaced
+
+
 def _applied(node: Node, adj: Adjustment) -> Node:
     """``node`` with ``adj`` applied, as the store would apply it to a stored node."""
     update: dict[str, Any] = {
@@ -1610,6 +1996,12 @@ def validate_k(k: int, field: str = "k", upper: int = MAX_K) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= upper:
         raise InvalidInput(f"{field} must be an integer from 1 to {upper}, got {k!r}", field=field)
     return k
+
+
+def validate_actor(actor: str) -> str:
+    if not isinstance(actor, str) or not actor.strip() or len(actor) > 200:
+        raise InvalidInput("actor must name who acts, at most 200 characters", field="actor")
+    return _encodable(actor.strip(), "actor")
 
 
 def validate_reason(reason: str) -> str:

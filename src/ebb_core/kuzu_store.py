@@ -28,6 +28,7 @@ from .errors import (
 from .model import AuditEntry, Edge, Node, Tier
 from .records import NODE_PROPERTIES, field_value, node_from_row, node_row
 from .store import (
+    SUPERSEDES,
     UPDATABLE_FIELDS,
     Adjustment,
     Counts,
@@ -397,6 +398,9 @@ class KuzuStore(GraphStore):
             snapshot = os.environ.get("EBB_KUZU_SNAPSHOT", "1").strip().lower() not in _OFF
         self._snapshot = snapshot
         self._meta: dict[str, str | None] = {}
+        # old uid -> uids of the memories that supersede it (None: not read yet); only this
+        # process writes the file, so the copy stays true until a write it sees changes it
+        self._supersedes: dict[str, list[str]] | None = None
         self._closed = False
         try:
             self._conn = kuzu.Connection(self._db)
@@ -701,6 +705,7 @@ class KuzuStore(GraphStore):
         self._cache.ready = False
         self._rows_cache.clear()
         self._meta.clear()
+        self._supersedes = None
 
     def close(self) -> None:
         with self._lock:
@@ -929,6 +934,7 @@ class KuzuStore(GraphStore):
         # One statement: MATCH the existing memories by primary key, CREATE the new ones, SET
         # their changes and recent-link lists, CREATE the edges. Each statement costs Kùzu
         # ~0.5-1 ms whatever it does, and a remember with two links used to take eight.
+        self._edges_written(new_edges)
         changes = dict(changes or {})
         for adj in changes.values():
             bad = set(adj.fields) - UPDATABLE_FIELDS
@@ -1086,6 +1092,7 @@ class KuzuStore(GraphStore):
         self._run(f"LOAD FROM $rows {query}", {"rows": table})
 
     def delete_nodes(self, namespace: str, ids: Sequence[str]) -> None:
+        self._supersedes = None
         with self.transaction():
             for i in ids:
                 self._cache.drop(uid(namespace, i))
@@ -1104,6 +1111,8 @@ class KuzuStore(GraphStore):
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
+
+        self._supersedes = None
 
         def col(values: Any, typ: Any) -> Any:
             if isinstance(values, (pa.Array, pa.ChunkedArray)):
@@ -1198,6 +1207,7 @@ class KuzuStore(GraphStore):
 
     # -- edges ---------------------------------------------------------------------------------
     def upsert_edges(self, edges: Sequence[Edge]) -> None:
+        self._edges_written(edges)
         with self.transaction():
             for e in edges:
                 found = self._q(
@@ -1212,6 +1222,7 @@ class KuzuStore(GraphStore):
                     self._note_links([e])
 
     def insert_edges(self, edges: Sequence[Edge]) -> None:
+        self._edges_written(edges)
         with self.transaction():
             for e in edges:
                 self._q(
@@ -1221,6 +1232,43 @@ class KuzuStore(GraphStore):
                     _edge_params(e),
                 )
             self._note_links(edges)
+
+    def _edges_written(self, edges: Sequence[Edge]) -> None:
+        if any(e.kind == SUPERSEDES for e in edges):
+            self._supersedes = None  # read again at the next recall
+
+    def superseded_by(
+        self, namespace: str, ids: Sequence[str] | None = None
+    ) -> dict[str, list[str]]:
+        """From an in-process copy of every ``supersedes`` edge (one query builds it; a write
+        of such an edge drops it): recall asks for its best candidates on every call, and
+        per-memory reads would cost a query each."""
+        with self._lock:
+            if self._supersedes is None:
+                found: dict[str, list[str]] = {}
+                for old, new in self._q(
+                    "MATCH (a:Memory)-[e:Link]->(b:Memory) WHERE e.kind = $k "
+                    "RETURN b.uid, a.uid ORDER BY a.uid",
+                    {"k": SUPERSEDES},
+                ):
+                    found.setdefault(old, []).append(new)
+                self._supersedes = found
+            self._ensure_cache()
+            prefix, frozen = f"{namespace}{SEP}", int(Tier.FROZEN)
+            if ids is None:
+                olds = [u for u in self._supersedes if u.startswith(prefix)]
+            else:
+                olds = [prefix + i for i in dict.fromkeys(ids) if prefix + i in self._supersedes]
+            out: dict[str, list[str]] = {}
+            for u in olds:
+                live = []
+                for n in self._supersedes[u]:
+                    tier = self._cache.live_tier(n)
+                    if tier is not None and tier < frozen:
+                        live.append(n[len(prefix) :])
+                if live:
+                    out[u[len(prefix) :]] = sorted(live)
+            return out
 
     def _note_links(self, edges: Sequence[Edge]) -> None:
         """Keep each end's short list of its most recently reinforced links up to date."""
@@ -1373,6 +1421,7 @@ class KuzuStore(GraphStore):
                         float(score),
                         float(cache.key[off]),
                         bool(cache.pinned[off]),
+                        int(cache.tier[off]),
                     )
                 )
                 if len(out) >= pool:

@@ -81,6 +81,7 @@ TOOL_NAMES = (
     "reinforce",
     "forget",
     "neighbors",
+    "history",
     "pin",
     "maintain",
     "review_queue",
@@ -192,6 +193,19 @@ class Why(_Out):
     live_links: list[LiveLink] = Field(description="Links that still count, strongest first.")
     last_reinforced_at: datetime | None
     tier: TierLabel
+    reached: str = Field(
+        "", description="Which tier it came from, and why recall went deeper than hot."
+    )
+    spread_text: float = Field(
+        0.0, description="Text score passed on by linked strong matches (spreading)."
+    )
+    spread_from: list[str] = Field(
+        default_factory=list, description="The strong matches linked to it that passed it."
+    )
+    superseded_by: list[str] = Field(
+        default_factory=list,
+        description="Memories that replaced this one: it ranks below them; prefer them.",
+    )
 
 
 class Hit(_Out):
@@ -213,6 +227,25 @@ class RecallResult(_Out):
     query: str
     hits: list[Hit]
     hint: str | None = Field(None, description="What to try when nothing matched.")
+
+
+class VersionOut(_Out):
+    """One version of a memory's text."""
+
+    version: int = Field(description="1 is the oldest.")
+    text: str
+    kind: str
+    props: dict[str, Any]
+    at: datetime = Field(description="When this version was written.")
+    current: bool = Field(description="Whether this is the memory's text now.")
+    replaced_at: datetime | None = Field(None, description="When a newer version replaced it.")
+
+
+class History(_Out):
+    """Every version of one memory, oldest first."""
+
+    id: str
+    versions: list[VersionOut]
 
 
 class Link(_Out):
@@ -498,7 +531,7 @@ class StoreAccess:
 
 
 def build_server(access: StoreAccess) -> MCPServer[Any]:
-    """The MCP server with Ebb's twelve tools and two resources, on ``access``'s store."""
+    """The MCP server with Ebb's tools and two resources, on ``access``'s store."""
     try:
         from mcp.server.mcpserver import Context, MCPServer
         from mcp.server.mcpserver.exceptions import ResourceError, ToolError
@@ -598,17 +631,19 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
             ),
         ],
         kind: Annotated[
-            str,
+            str | None,
             Field(
                 description="What it is: note, decision, fact, preference, person, client, "
-                "meeting... (lowercase letters, digits, '-' or '_')."
+                "meeting... (lowercase letters, digits, '-' or '_'). Left out: 'note' for a "
+                "new memory, the existing kind for an existing one."
             ),
-        ] = "note",
+        ] = None,
         id: Annotated[
             str | None,
             Field(
                 description="Optional stable id like 'person:ana'. Leave it out to get one "
-                "made from kind and text; pass an existing id to rewrite that memory."
+                "made from kind and text; pass an existing id to store a new version of that "
+                "memory (the old text is kept: see the history tool)."
             ),
         ] = None,
         links: Annotated[
@@ -622,19 +657,34 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
             dict[str, Any] | None,
             Field(description="Optional JSON metadata (source, url, author...)."),
         ] = None,
+        supersedes: Annotated[
+            list[str] | None,
+            Field(
+                description="Ids of memories this one replaces (an old decision, an outdated "
+                "fact): they rank below it from now on and fade from hot memory."
+            ),
+        ] = None,
     ) -> Memory:
         """Store something worth keeping across sessions — a fact, decision, preference,
         person, meeting or note — as one memory, linked to the memories it refers to.
 
         Use it whenever you learn something durable. Keep one idea per memory and link related
         ones (here with `links`, or later with `connect`): links keep memories relevant to each
-        other. Passing an existing `id` rewrites that memory. Returns the stored memory with its
-        id (use that id with the other tools)."""
+        other. When something changed, remember the new statement with `supersedes` naming the
+        old memory (or pass the old `id` to store a new version of it): the old one is kept but
+        ranks below its replacement. Returns the stored memory with its id (use that id with
+        the other tools)."""
         return run(
             "remember",
             lambda b: Memory.of(
                 b.remember(
-                    text, kind=kind, id=id, links=links or (), link_kind=link_kind, props=props
+                    text,
+                    kind=kind,
+                    id=id,
+                    links=links or (),
+                    link_kind=link_kind,
+                    props=props,
+                    supersedes=supersedes or (),
                 )
             ),
         )
@@ -648,9 +698,13 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
             int, Field(ge=1, le=MAX_RECALL_K, description="How many memories to return.")
         ] = 5,
         depth: Annotated[
-            Literal[1, 2, 3],
-            Field(description="1: hot memories only; 2: also warm; 3: also cold (archived)."),
-        ] = 1,
+            Literal[1, 2, 3] | None,
+            Field(
+                description="Leave it out to search every live tier, hot first (warm and cold "
+                "memories come up when nothing hot matches as well). A limit: 1 hot memories "
+                "only; 2 also warm; 3 also cold (archived)."
+            ),
+        ] = None,
         include_archived: Annotated[
             bool, Field(description="Also search cold (archived) memories.")
         ] = False,
@@ -669,8 +723,10 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
         Memories are ranked by text match blended with recency-weighted connection strength
         (memories that are used and well linked rank higher; stale ones sink). Each hit comes
         with `why` it surfaced: the terms it matched, the parts of its activation, its live links,
-        when it was last reinforced and its tier. Searches hot memories by default; use depth=2
-        or include_archived=true to dig deeper. Returned memories count as used unless
+        when it was last reinforced, its tier, what linked match it came through and what
+        superseded it. Searches hot memories first and falls through to warm and cold when they
+        match better; depth=1 or 2 limits the search. Memories replaced by newer ones rank
+        below their replacements. Returned memories count as used (the top hit most) unless
         reinforce=false."""
 
         def work(b: Brain) -> RecallResult:
@@ -704,6 +760,10 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
                         live_links=h.why.live_links,
                         last_reinforced_at=h.why.last_reinforced_at,
                         tier=_label(h.why.tier),
+                        reached=h.why.reached,
+                        spread_text=h.why.spread_text,
+                        spread_from=h.why.spread_from,
+                        superseded_by=h.why.superseded_by,
                     ),
                 )
                 for h in hits
@@ -711,9 +771,9 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
             hint = None
             if not out:
                 hint = (
-                    "nothing matched in hot memory: try other words, depth=2, or "
-                    "include_archived=true"
-                    if depth == 1 and not include_archived
+                    f"nothing matched down to depth {depth}: try other words, or leave depth "
+                    "out to search every tier"
+                    if depth in (1, 2) and not include_archived
                     else "nothing matched: try other words"
                 )
             return RecallResult(query=query, hits=out, hint=hint)
@@ -725,7 +785,11 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
         src: Annotated[str, Field(description="Id of the memory the link starts from.")],
         dst: Annotated[str, Field(description="Id of the memory it points to.")],
         kind: Annotated[
-            str, Field(description="Kind of link: related, about, supersedes, attended, ...")
+            str,
+            Field(
+                description="Kind of link: related, about, attended, ... 'supersedes' says "
+                "src replaces dst (dst then ranks below src and fades from hot memory)."
+            ),
         ] = "related",
         weight: Annotated[
             float | None,
@@ -817,6 +881,34 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
             return Neighbors(id=id, neighbors=out)
 
         return run("neighbors", work)
+
+    @tool(title="History", read_only=True, idempotent=True)
+    def history(
+        id: Annotated[str, Field(description="Id of the memory whose versions you want.")],
+    ) -> History:
+        """List every version of a memory's text, oldest first; the last is the current one.
+
+        Storing new text under an existing id keeps the old text as a version, so nothing is
+        lost when a memory is updated. Read-only: nothing is reinforced."""
+
+        def work(b: Brain) -> History:
+            return History(
+                id=id,
+                versions=[
+                    VersionOut(
+                        version=v.version,
+                        text=v.text,
+                        kind=v.kind,
+                        props=v.props,
+                        at=v.at,
+                        current=v.current,
+                        replaced_at=v.replaced_at,
+                    )
+                    for v in b.history(id)
+                ],
+            )
+
+        return run("history", work)
 
     @tool(title="Pin", idempotent=True)
     def pin(

@@ -100,6 +100,14 @@ class Why(_Model):
     last_reinforced_at: datetime | None
     tier: Tier
     summary: str
+    #: text score passed on by linked strong matches (query-time spreading), in text_norm units
+    spread_text: float = 0.0
+    #: the strong matches that passed it, strongest first
+    spread_from: list[str] = Field(default_factory=list)
+    #: the memories that replaced this one (``supersedes`` links); it ranks below them
+    superseded_by: list[str] = Field(default_factory=list)
+    #: why recall reached this memory's tier: "hot", or why a warm/cold memory came up
+    reached: str = ""
 
 
 class RecallHit(_Model):
@@ -112,6 +120,24 @@ class RecallHit(_Model):
     @property
     def id(self) -> str:
         return self.node.id
+
+
+class Version(_Model):
+    """One version of a memory's text, as :meth:`Brain.history` lists them (oldest first).
+
+    Remembering new text under an existing id keeps the old text as a version: an audit entry
+    (action ``revise``) holds it, so nothing is overwritten without a trace.
+    """
+
+    id: str
+    version: int
+    text: str
+    kind: str
+    props: dict[str, Any] = Field(default_factory=dict)
+    at: datetime
+    current: bool
+    replaced_at: datetime | None = None
+    actor: str = "ebb"
 
 
 class Neighbor(_Model):

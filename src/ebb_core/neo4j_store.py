@@ -48,6 +48,7 @@ from .errors import BackendUnavailable, EbbError, InvalidInput
 from .model import AuditEntry, Edge, Node, Tier
 from .records import field_value, node_from_row, node_row, opt_dt, opt_us
 from .store import (
+    SUPERSEDES,
     UPDATABLE_FIELDS,
     Adjustment,
     Counts,
@@ -781,11 +782,39 @@ class Neo4jStore(GraphStore):
     ) -> list[Match]:
         # As in Kùzu: the index's top max(4 × pool, 200), filtered, then the best ``pool``.
         top = max(4 * pool, 200)
-        rows = self._text(namespace, query, max_tier, top, pool, kinds, "n {.id, .key, .pinned}")
+        rows = self._text(
+            namespace, query, max_tier, top, pool, kinds, "n {.id, .key, .pinned, .tier}"
+        )
         return [
-            Match(r["n"]["id"], float(r["score"]), float(r["n"]["key"] or 0.0), r["n"]["pinned"])
+            Match(
+                r["n"]["id"],
+                float(r["score"]),
+                float(r["n"]["key"] or 0.0),
+                r["n"]["pinned"],
+                int(r["n"]["tier"]),
+            )
             for r in rows
         ]
+
+    def superseded_by(
+        self, namespace: str, ids: Sequence[str] | None = None
+    ) -> dict[str, list[str]]:
+        params: dict[str, Any] = {"ns": namespace, "k": SUPERSEDES}
+        if ids is None:
+            query = (
+                "MATCH (a:Memory {ns: $ns})-[e:LINK {kind: $k}]->(b:Memory) WHERE a.tier < 4 "
+                "RETURN b.id AS old, a.id AS new ORDER BY old, new"
+            )
+        else:
+            params["ids"] = list(dict.fromkeys(ids))
+            query = (
+                "UNWIND $ids AS i MATCH (b:Memory {ns: $ns, id: i})<-[e:LINK {kind: $k}]-"
+                "(a:Memory) WHERE a.tier < 4 RETURN b.id AS old, a.id AS new ORDER BY old, new"
+            )
+        out: dict[str, list[str]] = {}
+        for r in self._read(query, params):
+            out.setdefault(r["old"], []).append(r["new"])
+        return out
 
     def _text(
         self,

@@ -66,6 +66,25 @@ class Config:
         text_weight / activation_weight: recall blend of normalised text match and normalised
             activation.
         candidate_pool: how many full-text candidates recall considers before blending.
+        warm_prior / cold_prior: recall's tier fall-through: a warm (cold) candidate's blended
+            score is multiplied by this, so hot memories come first and a deeper one surfaces
+            only when hot holds nothing comparably strong. Frozen memories never surface.
+        spread_share: query-time spreading: each of the ``spread_sources`` strongest text
+            matches passes this share of its normalised text score one hop along its links,
+            each damped by its decayed weight relative to the source's strongest link, so a
+            memory tied to strong matches can surface with few shared words. 0 turns it off.
+        spread_sources: how many of the strongest text matches spread.
+        spread_link_min: a link passes spreading only while its decayed weight is at least
+            this (0: every link the source's link list holds).
+        superseded_weight: a memory replaced by a live newer one (a ``supersedes`` link) has
+            its score multiplied by this, and always ranks below its replacement.
+        reinforce_tail: how much less the tail of a recall is reinforced: the hit at rank r
+            (0-based) gets the share ``1 / (1 + reinforce_tail · r)`` of a full reinforcement
+            (the top hit always a full one); 0 reinforces every hit fully.
+        decay_alone_freezes: whether ``maintain`` queues a memory for deletion (frozen) only
+            because its activation fell below ``cold_ratio``. Off by default: decay archives
+            (cold, still found by recall's fall-through) and a decayed memory is frozen only
+            when it was superseded or everything it links to was.
         live_link_min: an edge whose decayed weight is at least this is reported as "live".
         eager_spreading: update neighbours' keys on every event (exact at all times, one more
             graph query per touched node); off by default: a touched memory's own activation is
@@ -89,6 +108,14 @@ class Config:
     text_weight: float = 0.6
     activation_weight: float = 0.4
     candidate_pool: int = 100
+    warm_prior: float = 0.9
+    cold_prior: float = 0.8
+    spread_share: float = 0.3
+    spread_sources: int = 10
+    spread_link_min: float = 0.0
+    superseded_weight: float = 0.5
+    reinforce_tail: float = 1.0
+    decay_alone_freezes: bool = False
     live_link_min: float = 0.1
     eager_spreading: bool = False
     max_push_degree: int = 128
@@ -114,6 +141,15 @@ class Config:
             raise InvalidInput("text_weight + activation_weight must be > 0", field="text_weight")
         if self.candidate_pool < 1:
             raise InvalidInput("candidate_pool must be >= 1", field="candidate_pool")
+        for name in ("warm_prior", "cold_prior", "superseded_weight"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
+                raise InvalidInput(f"{name} must be in [0, 1], got {value!r}", field=name)
+        _non_negative("spread_share", self.spread_share)
+        _non_negative("spread_link_min", self.spread_link_min)
+        _non_negative("reinforce_tail", self.reinforce_tail)
+        if self.spread_sources < 0:
+            raise InvalidInput("spread_sources must be >= 0", field="spread_sources")
         _non_negative("live_link_min", self.live_link_min)
         if self.max_push_degree < 0:
             raise InvalidInput("max_push_degree must be >= 0", field="max_push_degree")
@@ -329,6 +365,44 @@ def blend(text_norm: float, activation_norm: float, cfg: Config) -> float:
     """Recall score: weighted mean of normalised text match and normalised activation, in [0, 1]."""
     total = cfg.text_weight + cfg.activation_weight
     return (cfg.text_weight * text_norm + cfg.activation_weight * activation_norm) / total
+
+
+def tier_prior(tier: int, cfg: Config) -> float:
+    """Recall's fall-through factor for a candidate in ``tier`` (hot 1; frozen 0)."""
+    if tier <= Tier.HOT:
+        return 1.0
+    if tier == Tier.WARM:
+        return cfg.warm_prior
+    if tier == Tier.COLD:
+        return cfg.cold_prior
+    return 0.0
+
+
+def reinforce_share(rank: int, cfg: Config) -> float:
+    """The share of a full reinforcement the hit at ``rank`` (0-based) of a recall gets."""
+    return 1.0 / (1.0 + cfg.reinforce_tail * max(rank, 0))
+
+
+def partial_read_us(share_: float, last_read_us: int | None, now_us: int, cfg: Config) -> int:
+    """The read clock that gives a node ``share_`` of a full reinforcement at ``now``.
+
+    A full reinforcement sets the read term ``read_bonus · decay(now − t_read)`` to
+    ``read_bonus``; a partial one moves it ``share_`` of the way there, which is the same as
+    moving the read clock forward to ``now − h · log2(read_bonus / target)``. The clock never
+    moves back.
+
+    >>> cfg = Config()
+    >>> partial_read_us(1.0, None, 10**12, cfg) == 10**12
+    True
+    """
+    if share_ >= 1.0 or cfg.read_bonus <= 0:
+        return now_us
+    old = 0.0 if last_read_us is None else decay(now_us - last_read_us, cfg.half_life_us)
+    target = old + max(share_, 0.0) * (1.0 - old)  # in units of read_bonus
+    if target <= 0.0:
+        return now_us if last_read_us is None else last_read_us
+    at = now_us - int(cfg.half_life_us * math.log2(1.0 / target))
+    return at if last_read_us is None else max(at, last_read_us)
 
 
 def needs_rebase(now_us: int, epoch_us: int, cfg: Config) -> bool:

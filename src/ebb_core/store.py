@@ -19,6 +19,9 @@ from typing import Any
 
 from .model import AuditEntry, Edge, Node, Tier
 
+#: The edge kind that marks a replacement: ``new -supersedes-> old``.
+SUPERSEDES = "supersedes"
+
 #: Node fields a partial update (:meth:`GraphStore.update_nodes`) may set.
 UPDATABLE_FIELDS = frozenset(
     {
@@ -84,6 +87,7 @@ class Match:
     score: float
     key: float
     pinned: bool
+    tier: int = 1  # recall's tier fall-through orders by it
 
 
 @dataclass(frozen=True)
@@ -247,6 +251,39 @@ class GraphStore(ABC):
     ) -> list[Link]:
         """Edges of ``ids`` whose decayed weight at ``now`` is at least ``min_decayed``,
         strongest first, at most ``limit`` in all."""
+
+    def superseded_by(
+        self, namespace: str, ids: Sequence[str] | None = None
+    ) -> dict[str, list[str]]:
+        """For each memory among ``ids`` (every memory of the namespace when None) that a live
+        (not frozen) memory supersedes (an edge ``new -supersedes-> old``): the ids that
+        supersede it, sorted. Memories nobody supersedes are absent.
+
+        Recall asks this for its few best candidates on every call, so a backend answers it
+        without scanning the namespace when ``ids`` is given. The default reads incident edges.
+        """
+        out: dict[str, set[str]] = {}
+        if ids is None:
+            for batch in self.scan_edges(namespace):
+                for e in batch:
+                    if e.kind == SUPERSEDES:
+                        out.setdefault(e.dst, set()).add(e.src)
+            live = self.get_nodes(namespace, sorted({x for v in out.values() for x in v}))
+        else:
+            incs = [
+                inc
+                for inc in self.incident(namespace, list(dict.fromkeys(ids)))
+                if inc.edge.kind == SUPERSEDES and inc.edge.dst == inc.node_id
+            ]
+            for inc in incs:
+                out.setdefault(inc.node_id, set()).add(inc.other.id)
+            live = {inc.other.id: inc.other for inc in incs}
+        result = {}
+        for old, new in out.items():
+            kept = sorted(n for n in new if n in live and live[n].tier < Tier.FROZEN)
+            if kept:
+                result[old] = kept
+        return result
 
     # -- finding -----------------------------------------------------------------------------
     @abstractmethod

@@ -35,6 +35,9 @@ def hit_metadata(hit: RecallHit) -> dict[str, Any]:
             "spread": why.spread_part,
         },
         "matched_terms": list(why.matched_terms),
+        "superseded_by": list(why.superseded_by),
+        "spread_from": list(why.spread_from),
+        "reached": why.reached,
         "live_links": [
             {
                 "id": link.id,

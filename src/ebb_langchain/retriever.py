@@ -39,8 +39,9 @@ class EbbRetriever(BaseRetriever):
     """The store to recall from."""
     k: int = 4
     """How many memories to return."""
-    depth: int = 1
-    """Tiers to search: 1 hot, 2 hot and warm, 3 also cold (archived). Frozen never."""
+    depth: int | None = None
+    """A limit on the tiers searched: 1 hot, 2 hot and warm, 3 also cold (archived). ``None``
+    searches every live tier, hot first (recall's fall-through). Frozen never."""
     namespace: str | None = None
     """Recall in this namespace instead of the brain's own."""
     kinds: list[str] = Field(default_factory=list)

@@ -62,8 +62,10 @@ class EbbStore(BaseStore):
       ``index`` given to ``put``) as the memory's text.
     - ``search`` ranks with Ebb's recall (text match blended with activation) and reinforces
       what it returns; ``get`` reinforces the item it returns. ``reinforce=False`` to look only.
-      Without a query, ``search`` lists the most active items. Recall sees tiers up to
-      ``depth`` (1 hot, 2 +warm, 3 +cold); ``get`` sees any tier but frozen.
+      Without a query, ``search`` lists the most active items. Recall searches every live
+      tier, hot first, or tiers up to ``depth`` (1 hot, 2 +warm, 3 +cold); ``get`` sees any
+      tier but frozen. ``put`` on an existing key stores a new version: the old value is kept
+      in the memory's history (``Brain.history``).
     - ``delete`` is Ebb's ``forget``: the item is hidden from reads at once and waits in the
       review queue for a person to approve its deletion. An agent never destroys a memory.
       ``put`` on a forgotten key brings it back.
@@ -82,7 +84,7 @@ class EbbStore(BaseStore):
         *,
         kind: str = "memory",
         fields: Sequence[str] | None = None,
-        depth: int = 1,
+        depth: int | None = None,
         reinforce: bool = True,
         actor: str = "agent",
     ) -> None:
@@ -146,8 +148,13 @@ class EbbStore(BaseStore):
             if existing.tier == Tier.FROZEN:
                 # Writing a forgotten key again means the agent needs it again.
                 brain.restore(op.key, actor=self.actor)
+        # On an existing key this is a new version: the old value stays in the history.
         brain.remember(
-            self._text(value, op.index, op.key), kind=kind, id=op.key, props={VALUE_PROP: value}
+            self._text(value, op.index, op.key),
+            kind=kind,
+            id=op.key,
+            props={VALUE_PROP: value},
+            actor=self.actor,
         )
 
     def _text(

@@ -24,11 +24,12 @@ class RememberInput(BaseModel):
         "on its own later, e.g. 'Acme's contract renews on 1 June 2026.'",
         min_length=1,
     )
-    kind: str = Field(
-        default="note",
+    kind: str | None = Field(
+        default=None,
         pattern=KIND_PATTERN,
         description="What sort of memory this is, one lowercase word: note, fact, decision, "
-        "preference, person, client, meeting, task...",
+        "preference, person, client, meeting, task... (default: note; an existing memory "
+        "keeps its kind)",
     )
     links: list[str] = Field(
         default_factory=list,
@@ -37,8 +38,14 @@ class RememberInput(BaseModel):
     )
     id: str | None = Field(
         default=None,
-        description="Only to rewrite an existing memory in place: its id from recall. Leave "
-        "empty to create a new memory (an id is made for you).",
+        description="Only to update an existing memory: its id from recall (the old text is "
+        "kept as an earlier version). Leave empty to create a new memory (an id is made "
+        "for you).",
+    )
+    supersedes: list[str] = Field(
+        default_factory=list,
+        description="Ids of memories this one replaces (an outdated fact, a reversed "
+        "decision): they stay, but rank below this one from now on.",
     )
 
 
@@ -79,7 +86,7 @@ def create_ebb_tools(
     brain: Brain,
     *,
     namespace: str | None = None,
-    depth: int = 1,
+    depth: int | None = None,
     actor: str = "agent",
 ) -> list[BaseTool]:
     """The tools ``remember``, ``recall``, ``connect`` and ``forget`` on ``brain``.
@@ -95,11 +102,25 @@ def create_ebb_tools(
     archive_depth = 3
 
     def remember(
-        text: str, kind: str = "note", links: list[str] | None = None, id: str | None = None
+        text: str,
+        kind: str | None = None,
+        links: list[str] | None = None,
+        id: str | None = None,
+        supersedes: list[str] | None = None,
     ) -> str:
-        node = _ebb(lambda: mem.remember(text, kind=kind, id=id or None, links=links or ()))
+        node = _ebb(
+            lambda: mem.remember(
+                text,
+                kind=kind,
+                id=id or None,
+                links=links or (),
+                supersedes=supersedes or (),
+                actor=actor,
+            )
+        )
         linked = f", linked to {', '.join(links)}" if links else ""
-        return f"Remembered {node.id} ({node.kind}{linked})."
+        replaced = f", superseding {', '.join(supersedes)}" if supersedes else ""
+        return f"Remembered {node.id} ({node.kind}{linked}{replaced})."
 
     def recall(
         query: str, k: int = 5, include_archived: bool = False
@@ -110,14 +131,19 @@ def create_ebb_tools(
         if not hits:
             return "No memories found.", []
         lines = [
-            f"{i}. [{h.node.id}] ({h.node.kind}, {h.why.tier.label}) {h.node.text}\n"
-            f"   why: {h.why.summary}"
+            f"{i}. [{h.node.id}] ({h.node.kind}, {h.why.tier.label}"
+            + (
+                f", OUTDATED: superseded by {', '.join(h.why.superseded_by)}"
+                if h.why.superseded_by
+                else ""
+            )
+            + f") {h.node.text}\n   why: {h.why.summary}"
             for i, h in enumerate(hits, 1)
         ]
         return "\n".join(lines), [hit_metadata(h) for h in hits]
 
     def connect(src_id: str, dst_id: str, relation: str = "related") -> str:
-        edge = _ebb(lambda: mem.connect(src_id, dst_id, kind=relation))
+        edge = _ebb(lambda: mem.connect(src_id, dst_id, kind=relation, actor=actor))
         return f"Linked {edge.src} -{edge.kind}-> {edge.dst}."
 
     def forget(id: str, reason: str = "") -> str:
@@ -132,9 +158,9 @@ def create_ebb_tools(
             remember,
             RememberInput,
             "Save something worth keeping across conversations to long-term memory: a fact, a "
-            "user preference, a decision, a person. One statement per memory. To correct a "
-            "memory, rewrite it by passing its id, or remember the new statement and forget "
-            "the old one.",
+            "user preference, a decision, a person. One statement per memory. When something "
+            "changed, remember the new statement with `supersedes` naming the old memory's id "
+            "(or pass the old id to update it; the old text is kept as a version).",
         ),
         _tool(
             recall,
@@ -149,8 +175,9 @@ def create_ebb_tools(
         _tool(
             connect,
             ConnectInput,
-            "Link two memories by their ids, e.g. a decision to the meeting it was made in, or "
-            "a new fact to the one it supersedes. Linking again reinforces the link.",
+            "Link two memories by their ids, e.g. a decision to the meeting it was made in. "
+            "relation 'supersedes' says src replaces dst: dst then ranks below src. Linking "
+            "again reinforces the link.",
         ),
         _tool(
             forget,

@@ -53,7 +53,13 @@ class EbbMemoryBlock(BaseMemoryBlock[list[ContentBlock]]):
     )
     brain: Brain = Field(exclude=True, description="The Ebb brain (namespace) to use.")
     k: int = Field(default=5, ge=1, le=1000, description="How many memories to recall.")
-    depth: int = Field(default=1, ge=1, le=3, description="1 hot, 2 adds warm, 3 adds cold.")
+    depth: int | None = Field(
+        default=None,
+        ge=1,
+        le=3,
+        description="A limit: 1 hot, 2 adds warm, 3 adds cold; None searches every live "
+        "tier, hot first.",
+    )
     kinds: list[str] = Field(default_factory=list, description="Recall only these kinds.")
     reinforce: bool = Field(default=True, description="Reinforce what is recalled.")
     query_messages: int = Field(

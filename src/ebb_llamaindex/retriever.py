@@ -22,7 +22,8 @@ class EbbRetriever(BaseRetriever):
     Each result is a ``NodeWithScore`` over a ``TextNode`` whose id is the memory id and whose
     metadata carries the kind, tier, score parts, the "why" summary and timestamps. Every
     retrieval reinforces what it returned (those memories count as just read), unless
-    ``reinforce=False``. ``depth`` 1 searches hot memories, 2 adds warm, 3 adds cold.
+    ``reinforce=False``. By default every live tier is searched, hot first; ``depth`` limits it:
+    1 searches hot memories, 2 adds warm, 3 adds cold.
 
     >>> retriever = EbbRetriever(brain, k=3)                    # doctest: +SKIP
     >>> engine = RetrieverQueryEngine.from_args(retriever, llm=llm)   # doctest: +SKIP
@@ -33,7 +34,7 @@ class EbbRetriever(BaseRetriever):
         brain: Brain,
         *,
         k: int = 5,
-        depth: int = 1,
+        depth: int | None = None,
         kinds: Sequence[str] = (),
         reinforce: bool = True,
         namespace: str | None = None,

@@ -16,8 +16,9 @@ DESCRIPTIONS = {
         "Store something worth keeping across conversations in long-term memory: a fact, "
         "decision, preference, person, client or note. Use it when the user tells you "
         "something they will expect you to know later. Give it an id such as 'client:acme' "
-        "when other memories will refer to it; storing again under an existing id replaces "
-        "that memory's text. Returns the memory's id."
+        "when other memories will refer to it; storing again under an existing id stores a "
+        "new version (the old text is kept). When a fact or decision changed, pass the old "
+        "memory's id in supersedes: it then ranks below the new one. Returns the memory's id."
     ),
     "recall": (
         "Search long-term memory. Use it before answering anything that may depend on what "
@@ -27,7 +28,8 @@ DESCRIPTIONS = {
     ),
     "connect": (
         "Link two memories by their ids, e.g. a decision to the client it concerns, so that "
-        "recalling one keeps the other alive. Linking them again refreshes the link."
+        "recalling one keeps the other alive. Kind 'supersedes' says the source replaces the "
+        "target (which then ranks below it). Linking them again refreshes the link."
     ),
     "forget": (
         "Ask for a memory to be deleted because it is wrong, outdated or unwanted. It is "
@@ -70,17 +72,25 @@ class EbbToolSpec(BaseToolSpec):
         self,
         text: Annotated[str, "What to remember, as one self-contained statement."],
         kind: Annotated[
-            str, "What sort of memory: note, fact, decision, preference, person, client..."
-        ] = "note",
+            str | None,
+            "What sort of memory: note, fact, decision, preference, person, client... "
+            "(default note; an existing memory keeps its kind)",
+        ] = None,
         id: Annotated[
             str | None, "Optional stable id like 'client:acme'; omit to get one made up."
         ] = None,
         links: Annotated[list[str] | None, "Ids of existing memories this one refers to."] = None,
+        supersedes: Annotated[
+            list[str] | None, "Ids of memories this one replaces (outdated facts, decisions)."
+        ] = None,
     ) -> str:
         """Store a memory; returns its id."""
-        node = self.brain.remember(text, kind=kind, id=id, links=links or ())
+        node = self.brain.remember(
+            text, kind=kind, id=id, links=links or (), supersedes=supersedes or ()
+        )
         linked = f", linked to {', '.join(links)}" if links else ""
-        return f"Remembered {node.id} ({node.kind}){linked}."
+        replaced = f", superseding {', '.join(supersedes)}" if supersedes else ""
+        return f"Remembered {node.id} ({node.kind}){linked}{replaced}."
 
     def recall(
         self,
@@ -94,14 +104,19 @@ class EbbToolSpec(BaseToolSpec):
         hits = self.brain.recall(
             query,
             k if k is not None else self.k,
-            depth=3 if include_archived else 1,
+            depth=3 if include_archived else None,
             reinforce=self.reinforce,
         )
         if not hits:
             return "No memories match that query."
         return "\n".join(
-            f"{n}. [{h.id}] ({h.node.kind}, {h.why.tier.label}) {h.node.text}\n"
-            f"   why: {h.why.summary}"
+            f"{n}. [{h.id}] ({h.node.kind}, {h.why.tier.label}"
+            + (
+                f", OUTDATED: superseded by {', '.join(h.why.superseded_by)}"
+                if h.why.superseded_by
+                else ""
+            )
+            + f") {h.node.text}\n   why: {h.why.summary}"
             for n, h in enumerate(hits, 1)
         )
 

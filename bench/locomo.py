@@ -1,0 +1,328 @@
+"""LoCoMo replay: turn-level retrieval quality of ``Brain.recall`` on long conversations.
+
+Every turn of a conversation becomes a memory ``Speaker said, "text"`` (plus ``and shared
+<caption>`` when the turn shared an image), remembered at its session's date
+(``session_N_date_time``) and linked to the turn before it (``follows``). The clock then moves to
+one day after the last session, ``maintain()`` runs, and every question of categories 1-4
+(5 is adversarial) is recalled with ``k=10, reinforce=False``. A question's relevant turns are its
+``evidence`` dia_ids. Prints R@5, R@10, NDCG@10 and any@10 per category and overall, as a table or
+``--json``.
+
+    python bench/locomo.py --data /path/to/locomo-dev.json
+    python bench/locomo.py --data PATH --baseline              # also the text index alone
+    python bench/locomo.py --data PATH --set half_life_days=90 --set spread_share=0.3
+    python bench/locomo.py --data PATH --split 2 --grid text_weight=0.7,0.8 --grid ...
+    python bench/locomo.py --data PATH --backend neo4j         # NEO4J_URI or EBB_TEST_NEO4J_URI
+
+``--split N`` tunes on the first N conversations (by sample id): every combination of the
+``--grid`` values is replayed there, the one with the best R@10 wins, and the figures reported
+are the winner's (and the defaults') on the remaining conversations only.
+
+The data file is read from ``--data`` and never copied anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import fields, replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from ebb_core import Brain, Config, FixedClock
+from ebb_core.store import GraphStore
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+METRICS = ("r5", "r10", "ndcg10", "any10")
+#: the text index alone: nothing archived, activation out of the blend, no spreading
+TEXT_ONLY = {
+    "hot_ratio": 0.0,
+    "warm_ratio": 0.0,
+    "cold_ratio": 0.0,
+    "activation_weight": 0.0,
+}
+
+
+def log(msg: str) -> None:
+    print(f"  {msg}", file=sys.stderr, flush=True)
+
+
+def parse_date(raw: str) -> datetime:
+    """``"1:56 pm on 8 May, 2023"`` as an aware UTC datetime."""
+    return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+
+
+def sessions(conv: Mapping[str, Any]) -> list[tuple[datetime, list[dict[str, Any]]]]:
+    """A conversation's sessions in order, each with its date and turns."""
+    numbers = sorted(
+        int(k.split("_")[1])
+        for k, v in conv.items()
+        if k.startswith("session_") and isinstance(v, list)
+    )
+    return [(parse_date(conv[f"session_{n}_date_time"]), conv[f"session_{n}"]) for n in numbers]
+
+
+def turn_text(turn: Mapping[str, Any]) -> str:
+    text = f'{turn["speaker"]} said, "{turn["text"]}"'
+    if turn.get("blip_caption"):
+        text += f" and shared {turn['blip_caption']}"
+    return text
+
+
+def memory_id(dia_id: str) -> str:
+    return f"turn:{dia_id}"
+
+
+def replay(brain: Brain, clock: FixedClock, conv: Mapping[str, Any]) -> None:
+    """Remember every turn at its session's date, each linked to the one before it."""
+    previous: str | None = None
+    for when, turns in sessions(conv):
+        for i, turn in enumerate(turns):
+            clock.set(when + timedelta(seconds=30 * i))  # turns of a session, in order
+            mid = memory_id(turn["dia_id"])
+            brain.remember(
+                turn_text(turn),
+                kind="turn",
+                id=mid,
+                links=[previous] if previous else [],
+                link_kind="follows",
+            )
+            previous = mid
+    last = sessions(conv)[-1][0]
+    clock.set(last + timedelta(days=1))
+    brain.maintain()
+
+
+def score_question(ranked: Sequence[str], evidence: set[str]) -> dict[str, float]:
+    """R@5, R@10, NDCG@10 (binary relevance) and any@10 for one question."""
+    if not evidence:
+        return dict.fromkeys(METRICS, 0.0)
+    r5 = len(evidence & set(ranked[:5])) / len(evidence)
+    r10 = len(evidence & set(ranked[:10])) / len(evidence)
+    dcg = sum(1.0 / math.log2(i + 2) for i, x in enumerate(ranked[:10]) if x in evidence)
+    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(evidence), 10)))
+    return {"r5": r5, "r10": r10, "ndcg10": dcg / ideal, "any10": float(r10 > 0)}
+
+
+def questions(conv: Mapping[str, Any]) -> Iterator[tuple[int, str, set[str]]]:
+    for qa in conv["qa"]:
+        cat = int(qa.get("category", 0))
+        if cat not in CATEGORIES:
+            continue
+        evidence = {memory_id(e.strip()) for e in qa.get("evidence", []) if e.strip()}
+        yield cat, str(qa["question"]), evidence
+
+
+@contextmanager
+def open_brain(
+    backend: str, workdir: Path, name: str, cfg: Config, clock: FixedClock
+) -> Iterator[Brain]:
+    """A Brain on a fresh store (Kùzu) or a fresh namespace (Neo4j) for one replay."""
+    store: GraphStore
+    if backend == "kuzu":
+        from ebb_core.kuzu_store import KuzuStore
+
+        store = KuzuStore(workdir / f"{name}-{time.time_ns()}.kuzu")
+    else:
+        from ebb_core.neo4j_store import Neo4jStore
+
+        uri = os.environ.get("NEO4J_URI") or os.environ.get("EBB_TEST_NEO4J_URI")
+        if not uri:
+            raise SystemExit("--backend neo4j needs NEO4J_URI (or EBB_TEST_NEO4J_URI)")
+        store = Neo4jStore(uri)
+    brain = Brain(store, namespace=f"{name}-{time.time_ns()}", config=cfg, clock=clock)
+    try:
+        yield brain
+    finally:
+        brain.close()
+
+
+def run(
+    convs: Sequence[Mapping[str, Any]], cfg: Config, backend: str, workdir: Path
+) -> dict[str, Any]:
+    """Replay ``convs`` and score every question; per-question rows plus recall timings."""
+    rows: list[dict[str, Any]] = []
+    recall_ms: list[float] = []
+    for conv in convs:
+        start = sessions(conv["conversation"])[0][0]
+        clock = FixedClock(start)
+        with open_brain(backend, workdir, str(conv["sample_id"]), cfg, clock) as brain:
+            replay(brain, clock, conv["conversation"])
+            for cat, question, evidence in questions(conv):
+                t0 = time.perf_counter()
+                hits = brain.recall(question, k=10, reinforce=False)
+                recall_ms.append((time.perf_counter() - t0) * 1000)
+                ranked = [h.id for h in hits]
+                rows.append(
+                    {"conv": conv["sample_id"], "category": cat, **score_question(ranked, evidence)}
+                )
+    return {"rows": rows, "recall_ms": recall_ms}
+
+
+def summarise(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """Mean of every metric per category (by name) and overall, with question counts."""
+    out: dict[str, dict[str, float]] = {}
+    groups: dict[str, list[Mapping[str, Any]]] = {"overall": list(rows)}
+    for cat, name in CATEGORIES.items():
+        groups[f"{cat}:{name}"] = [r for r in rows if r["category"] == cat]
+    for name, group in groups.items():
+        n = len(group)
+        out[name] = {m: round(sum(r[m] for r in group) / n, 4) if n else 0.0 for m in METRICS}
+        out[name]["questions"] = n
+    return out
+
+
+def parse_value(raw: str) -> Any:
+    if raw.lower() in ("true", "false"):
+        return raw.lower() == "true"
+    try:
+        return int(raw)
+    except ValueError:
+        return float(raw)
+
+
+def parse_settings(items: Sequence[str]) -> dict[str, Any]:
+    names = {f.name for f in fields(Config) if f.init}
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or key not in names:
+            raise SystemExit(
+                f"--set {item!r}: expected NAME=VALUE with NAME one of {sorted(names)}"
+            )
+        out[key] = parse_value(value)
+    return out
+
+
+def parse_grid(items: Sequence[str]) -> list[dict[str, Any]]:
+    axes = []
+    for item in items:
+        key, _sep, values = item.partition("=")
+        axes.append([(key, parse_value(v)) for v in values.split(",")])
+        parse_settings([f"{key}={values.split(',')[0]}"])  # validates the name
+    return [dict(combo) for combo in itertools.product(*axes)] if axes else [{}]
+
+
+def table(results: Mapping[str, Mapping[str, Mapping[str, float]]]) -> str:
+    """One row per (setting, group): R@5, R@10, NDCG@10, any@10 and the question count."""
+    head = ("setting", "group", "R@5", "R@10", "NDCG@10", "any@10", "n")
+    lines = ["{:<22} {:<14} {:>6} {:>6} {:>8} {:>7} {:>5}".format(*head)]
+    for setting, groups in results.items():
+        for group, m in groups.items():
+            lines.append(
+                f"{setting:<22} {group:<14} {m['r5']:>6.3f} {m['r10']:>6.3f} "
+                f"{m['ndcg10']:>8.3f} {m['any10']:>7.3f} {int(m['questions']):>5}"
+            )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--data", required=True, help="the LoCoMo JSON file (a list of conversations)")
+    ap.add_argument("--backend", choices=["kuzu", "neo4j"], default="kuzu")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a Config field for the measured setting (repeatable)",
+    )
+    ap.add_argument(
+        "--baseline",
+        action="store_true",
+        help="also measure the text index alone (tiers cut at 0, no activation)",
+    )
+    ap.add_argument(
+        "--split",
+        type=int,
+        default=0,
+        metavar="N",
+        help="tune --grid on the first N conversations, report on the rest",
+    )
+    ap.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="NAME=V1,V2",
+        help="values to try when tuning (repeatable; every combination)",
+    )
+    ap.add_argument("--conversations", nargs="*", help="only these sample ids")
+    ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    args = ap.parse_args()
+
+    data = json.loads(Path(args.data).read_text(encoding="utf-8"))
+    convs = sorted(data, key=lambda c: str(c["sample_id"]))
+    if args.conversations:
+        convs = [c for c in convs if c["sample_id"] in set(args.conversations)]
+    base = replace(Config(), **parse_settings(args.set)) if args.set else Config()
+    tune, report = (convs[: args.split], convs[args.split :]) if args.split else ([], convs)
+    if args.split and (not tune or not report):
+        raise SystemExit(f"--split {args.split}: needs fewer than {len(convs)} conversations")
+
+    out: dict[str, Any] = {
+        "backend": args.backend,
+        "tuned_on": [c["sample_id"] for c in tune],
+        "reported_on": [c["sample_id"] for c in report],
+        "results": {},
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        chosen = base
+        if tune and args.grid:
+            trials = []
+            for combo in parse_grid(args.grid):
+                cfg = replace(base, **combo)
+                r10 = summarise(run(tune, cfg, args.backend, work)["rows"])["overall"]["r10"]
+                log(f"tune {combo}: R@10 {r10:.4f}")
+                trials.append((r10, combo))
+            _best_r10, best = max(trials, key=lambda t: t[0])
+            chosen = replace(base, **best)
+            out["tuning"] = {"trials": [{"r10": r, **c} for r, c in trials], "chosen": best}
+        settings = {"default" if not args.set else "set": base}
+        if tune and args.grid:
+            settings["tuned"] = chosen
+        if args.baseline:
+            settings["text-index-alone"] = replace(Config(), **TEXT_ONLY, **_no_spread())
+        timings = {}
+        for name, cfg in settings.items():
+            t0 = time.perf_counter()
+            result = run(report, cfg, args.backend, work)
+            out["results"][name] = summarise(result["rows"])
+            ms = sorted(result["recall_ms"])
+            timings[name] = {
+                "replay_and_recall_s": round(time.perf_counter() - t0, 1),
+                "recall_p50_ms": round(ms[len(ms) // 2], 2),
+                "recall_p95_ms": round(ms[int(len(ms) * 0.95)], 2),
+            }
+            log(f"{name}: R@10 {out['results'][name]['overall']['r10']:.4f}")
+        out["timings"] = timings
+        out["config"] = {k: v for k, v in vars(chosen).items() if k != "half_life_us"}
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return
+    print(
+        f"LoCoMo on {args.backend}, reported on {', '.join(out['reported_on'])}"
+        + (f" (tuned on {', '.join(out['tuned_on'])})" if out["tuned_on"] else "")
+    )
+    print(table(out["results"]))
+    if "tuning" in out:
+        print(f"tuned: {out['tuning']['chosen']}")
+
+
+def _no_spread() -> dict[str, Any]:
+    """Query-time spreading off, where this version of Ebb has it."""
+    names = {f.name for f in fields(Config) if f.init}
+    return {"spread_share": 0.0} if "spread_share" in names else {}
+
+
+if __name__ == "__main__":
+    main()
