@@ -115,9 +115,7 @@ class Brain:
         """
         from .backends import open_store
 
-        store = open_store(
-            backend=backend, path=path, wait=wait, create=create, on_wait=on_wait
-        )
+        store = open_store(backend=backend, path=path, wait=wait, create=create, on_wait=on_wait)
         try:
             ns = namespace or os.environ.get("EBB_NAMESPACE") or DEFAULT_NAMESPACE
             return cls(store, namespace=ns, config=config, clock=clock)
