@@ -139,7 +139,7 @@ HOLD = textwrap.dedent(
 )
 
 
-def test_locked_store_gives_one_clear_line(tmp_path: Path) -> None:
+def test_locked_store_says_what_it_waits_for_then_one_clear_error(tmp_path: Path) -> None:
     db = tmp_path / "locked.kuzu"
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD, str(db)], stdout=subprocess.PIPE, text=True
@@ -154,9 +154,11 @@ def test_locked_store_gives_one_clear_line(tmp_path: Path) -> None:
         )
         assert proc.returncode == 3
         lines = proc.stderr.strip().splitlines()
-        assert len(lines) == 1, proc.stderr
-        assert lines[0].startswith("error: the store ") and str(db) in lines[0]
-        assert "another process" in lines[0] and "Traceback" not in proc.stderr
+        # one line while it waits (the holder is not an `ebb mcp` that could let go), one error
+        assert len(lines) == 2, proc.stderr
+        assert lines[0].startswith("ebb: waiting up to ") and str(db) in lines[0]
+        assert lines[1].startswith("error: the store ") and str(db) in lines[1]
+        assert "another process" in lines[1] and "Traceback" not in proc.stderr
     finally:
         holder.kill()
         holder.wait()
