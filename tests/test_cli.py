@@ -115,9 +115,11 @@ def test_locked_store_gives_one_clear_line(tmp_path: Path) -> None:
         )
         assert proc.returncode == 3
         lines = proc.stderr.strip().splitlines()
-        assert len(lines) == 1, proc.stderr
-        assert lines[0].startswith("error: the store ") and str(db) in lines[0]
-        assert "another process" in lines[0] and "Traceback" not in proc.stderr
+        # One line saying what it waits for (it asked the holder to let go), one error line.
+        assert len(lines) == 2, proc.stderr
+        assert lines[0].startswith(f"ebb: waiting up to 15 s for the store at {db}")
+        assert lines[1].startswith("error: the store ") and str(db) in lines[1]
+        assert "another process" in lines[1] and "Traceback" not in proc.stderr
     finally:
         holder.kill()
         holder.wait()
