@@ -11,7 +11,11 @@ own JSON Lines file, then times, through the ``mcp`` SDK's ``Client``:
   and scans the whole file), and not past a size where its search p50 went over 2 s;
 - the in-process ``Brain`` on the same store, same queries: what the MCP figures add to.
 
-Queries: half one common word, half the token of one memory. The reference server is installed
+Queries: half one common word (Zipf ranks 50-300: each in about 0.5-1.5 % of the memories),
+half the token of one memory. It also times a person's ``ebb approve`` while a client calls
+``recall`` in a tight loop (the server's idle release set to 10 minutes, so only asking for the
+store lets the person in), next to the same command run with no server at all. The reference
+server is installed
 with npm into a temporary folder (``--ref-dir`` to reuse one); without npm it is skipped, and the
 table says so.
 
@@ -75,7 +79,8 @@ class Corpus:
         words = synth.Zipf(len(vocab), 1.07, rng)
         self.texts = [self.text(vocab, words, i) for i in range(size)]
         qrng = random.Random(seed + 1)
-        common = [vocab[r] for r in range(5, 40)]  # the very top behave like stop words
+        # Common words: ranks 50-300 (the top 50 behave like stop words, as in bench_core.py).
+        common = [vocab[r] for r in range(50, 300)]
         self.queries = [
             qrng.choice(common) if i % 2 == 0 else self.token(qrng.randrange(size))
             for i in range(ops)
@@ -239,6 +244,50 @@ def in_process(db: Path, corpus: Corpus, ops: int) -> dict[str, dict[str, float]
     return {"search": summary(searches), "write": summary(writes)}
 
 
+def cli_seconds(db: Path, *args: str) -> float:
+    t0 = time.perf_counter()
+    done = subprocess.run(
+        [str(EBB), "--db", str(db), "-n", NAMESPACE, *args], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"ebb {' '.join(args)} failed: {done.stderr}")
+    return time.perf_counter() - t0
+
+
+async def approve_while_looping(db: Path, corpus: Corpus) -> dict[str, float]:
+    """Seconds for `ebb approve` while a client calls recall in a loop, and with no server."""
+    env = {**store_env(db), "EBB_MCP_IDLE_RELEASE": "600"}
+    params = StdioServerParameters(command=str(EBB), args=["mcp"], env=env)
+    async with Client(params) as client:
+        for i in range(2):
+            await client.call_tool("remember", {"text": f"to approve {i}", "id": f"note:bye-{i}"})
+            await client.call_tool("forget", {"id": f"note:bye-{i}"})
+        stop = asyncio.Event()
+        calls = 0
+
+        async def loop() -> None:
+            nonlocal calls
+            while not stop.is_set():
+                await client.call_tool("recall", {"query": corpus.queries[calls % 50], "k": 10})
+                calls += 1
+
+        task = asyncio.create_task(loop())
+        await asyncio.sleep(1.0)
+        before = calls
+        busy = await asyncio.to_thread(
+            cli_seconds, db, "approve", "note:bye-0", "--by", "bench", "--json"
+        )
+        after = calls
+        stop.set()
+        await task
+    idle = cli_seconds(db, "approve", "note:bye-1", "--by", "bench", "--json")
+    return {
+        "approve_while_looping_s": round(busy, 3),
+        "approve_no_server_s": round(idle, 3),
+        "loop_calls_during_approve": after - before,
+    }
+
+
 def install_reference(folder: Path) -> Path | None:
     """The reference server's entry point, installed with npm into ``folder`` if needed."""
     entry = folder / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist"
@@ -292,6 +341,8 @@ def run_size(
     log(f"{n:,}: ebb stdio {row['ebb_stdio']}")
     row["ebb_http"] = asyncio.run(ebb_http(db, corpus, ops))
     log(f"{n:,}: ebb http {row['ebb_http']}")
+    row["approval"] = asyncio.run(approve_while_looping(db, corpus))
+    log(f"{n:,}: approval {row['approval']}")
     row["in_process"] = in_process(db, corpus, ops)
     log(f"{n:,}: in-process {row['in_process']}")
     if server_js is not None and with_reference:
@@ -339,6 +390,18 @@ def table(rows: list[dict[str, Any]], ref_note: str) -> str:
             f"{pair(r['in_process'])} | {pair(ref)} | {one(r['ebb_stdio'])} | "
             f"{one(r['ebb_http'])} | {one(r['in_process'])} | {one(ref)} | "
             f"{t['recall_p95_overhead_ms']:+.1f} ms | {t['remember_p50_overhead_ms']:+.1f} ms |"
+        )
+    lines += [
+        "",
+        "| memories | `ebb approve` while a client calls recall in a loop | the same with no "
+        "server | loop calls served meanwhile |",
+        "|---|---|---|---|",
+    ]
+    for r in rows:
+        a = r["approval"]
+        lines.append(
+            f"| {r['memories']:,} | {a['approve_while_looping_s']:.2f} s | "
+            f"{a['approve_no_server_s']:.2f} s | {a['loop_calls_during_approve']} |"
         )
     return "\n".join(lines) + "\n\n" + ref_note
 
