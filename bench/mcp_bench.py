@@ -11,13 +11,15 @@ own JSON Lines file, then times, through the ``mcp`` SDK's ``Client``:
   and scans the whole file), and not past a size where its search p50 went over 2 s;
 - the in-process ``Brain`` on the same store, same queries: what the MCP figures add to.
 
-Queries: half one common word (Zipf ranks 50-300: each in about 0.5-1.5 % of the memories),
-half the token of one memory. It also times a person's ``ebb approve`` while a client calls
-``recall`` in a tight loop (the server's idle release set to 10 minutes, so only asking for the
-store lets the person in), next to the same command run with no server at all. The reference
-server is installed
-with npm into a temporary folder (``--ref-dir`` to reuse one); without npm it is skipped, and the
-table says so.
+Queries: half one common word (Zipf ranks 10-100 of a 20,000-word vocabulary, each in roughly
+1-8 % of the memories; ``--common-ranks`` to change), half the token of one memory.
+
+It also times a person's ``ebb approve`` while a client calls ``recall`` in a tight loop (the
+server's idle release set to 10 minutes, so only asking for the store lets the person in), next
+to the same command run with no server at all.
+
+The reference server is installed with npm into a temporary folder (``--ref-dir`` to reuse
+one); without npm it is skipped, and the table says so.
 
     python bench/mcp_bench.py                          # 1k, 10k, 30k, 100k
     python bench/mcp_bench.py --sizes 1000 10000 --json
@@ -73,16 +75,19 @@ def summary(ms: list[float]) -> dict[str, float]:
 class Corpus:
     """Texts of ten Zipf words plus a token of their own, and the queries over them."""
 
-    def __init__(self, size: int, ops: int, seed: int = 7) -> None:
+    def __init__(
+        self, size: int, ops: int, seed: int = 7, common: tuple[int, int] = (10, 100)
+    ) -> None:
         rng = random.Random(seed)
         vocab = synth.vocabulary(20_000, rng)
         words = synth.Zipf(len(vocab), 1.07, rng)
         self.texts = [self.text(vocab, words, i) for i in range(size)]
         qrng = random.Random(seed + 1)
-        # Common words: ranks 50-300 (the top 50 behave like stop words, as in bench_core.py).
-        common = [vocab[r] for r in range(50, 300)]
+        # Common words: Zipf ranks 10-100 by default, each in roughly 1-8 % of the memories
+        # (the top ten behave like stop words).
+        words_common = [vocab[r] for r in range(*common)]
         self.queries = [
-            qrng.choice(common) if i % 2 == 0 else self.token(qrng.randrange(size))
+            qrng.choice(words_common) if i % 2 == 0 else self.token(qrng.randrange(size))
             for i in range(ops)
         ]
         self.new_texts = [self.text(vocab, words, size + i) for i in range(ops)]
@@ -321,9 +326,14 @@ def reference_version(server_js: Path) -> str:
 
 
 def run_size(
-    n: int, ops: int, work: Path, server_js: Path | None, with_reference: bool
+    n: int,
+    ops: int,
+    work: Path,
+    server_js: Path | None,
+    with_reference: bool,
+    common: tuple[int, int] = (10, 100),
 ) -> dict[str, Any]:
-    corpus = Corpus(n, ops)
+    corpus = Corpus(n, ops, common=common)
     data = work / f"ebb-{n}.jsonl"
     corpus.write_ebb(data)
     db = work / f"ebb-{n}.kuzu"
@@ -416,6 +426,14 @@ def main() -> None:
         "--ref-max", type=int, default=30_000, help="largest size the reference server is run at"
     )
     ap.add_argument("--ref-dir", help="where the reference server is (or gets) installed")
+    ap.add_argument(
+        "--common-ranks",
+        type=int,
+        nargs=2,
+        default=[10, 100],
+        metavar=("FROM", "TO"),
+        help="Zipf ranks the common-word queries are drawn from",
+    )
     ap.add_argument("--workdir", help="keep the generated stores here (default: a temp dir)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = ap.parse_args()
@@ -433,12 +451,23 @@ def main() -> None:
         rows = []
         ref_slow = False
         for n in args.sizes:
-            row = run_size(n, args.ops, work, server_js, n <= args.ref_max and not ref_slow)
+            row = run_size(
+                n,
+                args.ops,
+                work,
+                server_js,
+                n <= args.ref_max and not ref_slow,
+                (args.common_ranks[0], args.common_ranks[1]),
+            )
             rows.append(row)
             if "reference" in row and row["reference"]["search"]["p50"] > 2000:
                 ref_slow = True  # its scan is past a few seconds: not run at larger sizes
     if args.json:
-        print(json.dumps({"reference": ref_note, "rows": rows}, indent=2))
+        print(
+            json.dumps(
+                {"reference": ref_note, "common_ranks": args.common_ranks, "rows": rows}, indent=2
+            )
+        )
     else:
         print(table(rows, ref_note))
 
