@@ -346,7 +346,7 @@ def run_size(
     if done.returncode != 0:
         raise RuntimeError(f"ebb import failed: {done.stderr}")
     log(f"{n:,}: ebb import {time.perf_counter() - t0:.1f} s")
-    row: dict[str, Any] = {"memories": n, "ops": ops}
+    row: dict[str, Any] = {"memories": n, "ops": ops, "load_before": round(os.getloadavg()[0], 2)}
     row["ebb_stdio"] = asyncio.run(ebb_stdio(db, corpus, ops))
     log(f"{n:,}: ebb stdio {row['ebb_stdio']}")
     row["ebb_http"] = asyncio.run(ebb_http(db, corpus, ops))
@@ -360,6 +360,7 @@ def run_size(
         corpus.write_reference(ref_data)
         row["reference"] = asyncio.run(reference(server_js, ref_data, corpus, ops))
         log(f"{n:,}: reference {row['reference']}")
+    row["load_after"] = round(os.getloadavg()[0], 2)  # a busy machine shows in every p95
     mcp, local = row["ebb_stdio"], row["in_process"]
     row["targets"] = {
         "recall_p95_overhead_ms": round(mcp["search"]["p95"] - local["search"]["p95"], 2),
@@ -407,13 +408,14 @@ def table(rows: list[dict[str, Any]], ref_note: str) -> str:
         "server | loop calls served meanwhile |",
         "|---|---|---|---|",
     ]
+    loads = ", ".join(f"{r['memories']:,}: {r['load_before']}–{r['load_after']}" for r in rows)
     for r in rows:
         a = r["approval"]
         lines.append(
             f"| {r['memories']:,} | {a['approve_while_looping_s']:.2f} s | "
             f"{a['approve_no_server_s']:.2f} s | {a['loop_calls_during_approve']} |"
         )
-    return "\n".join(lines) + "\n\n" + ref_note
+    return "\n".join(lines) + f"\n\n{ref_note}\nload average (1 min) during each size: {loads}"
 
 
 def main() -> None:
