@@ -11,9 +11,15 @@ own JSON Lines file, then times, through the ``mcp`` SDK's ``Client``:
   and scans the whole file), and not past a size where its search p50 went over 2 s;
 - the in-process ``Brain`` on the same store, same queries: what the MCP figures add to.
 
-Queries: half one common word, half the token of one memory. The reference server is installed
-with npm into a temporary folder (``--ref-dir`` to reuse one); without npm it is skipped, and the
-table says so.
+Queries: half one common word (Zipf ranks 10-100 of a 20,000-word vocabulary, each in roughly
+1-8 % of the memories; ``--common-ranks`` to change), half the token of one memory.
+
+It also times a person's ``ebb approve`` while a client calls ``recall`` in a tight loop (the
+server's idle release set to 10 minutes, so only asking for the store lets the person in), next
+to the same command run with no server at all.
+
+The reference server is installed with npm into a temporary folder (``--ref-dir`` to reuse
+one); without npm it is skipped, and the table says so.
 
     python bench/mcp_bench.py                          # 1k, 10k, 30k, 100k
     python bench/mcp_bench.py --sizes 1000 10000 --json
@@ -69,15 +75,19 @@ def summary(ms: list[float]) -> dict[str, float]:
 class Corpus:
     """Texts of ten Zipf words plus a token of their own, and the queries over them."""
 
-    def __init__(self, size: int, ops: int, seed: int = 7) -> None:
+    def __init__(
+        self, size: int, ops: int, seed: int = 7, common: tuple[int, int] = (10, 100)
+    ) -> None:
         rng = random.Random(seed)
         vocab = synth.vocabulary(20_000, rng)
         words = synth.Zipf(len(vocab), 1.07, rng)
         self.texts = [self.text(vocab, words, i) for i in range(size)]
         qrng = random.Random(seed + 1)
-        common = [vocab[r] for r in range(5, 40)]  # the very top behave like stop words
+        # Common words: Zipf ranks 10-100 by default, each in roughly 1-8 % of the memories
+        # (the top ten behave like stop words).
+        words_common = [vocab[r] for r in range(*common)]
         self.queries = [
-            qrng.choice(common) if i % 2 == 0 else self.token(qrng.randrange(size))
+            qrng.choice(words_common) if i % 2 == 0 else self.token(qrng.randrange(size))
             for i in range(ops)
         ]
         self.new_texts = [self.text(vocab, words, size + i) for i in range(ops)]
@@ -239,6 +249,50 @@ def in_process(db: Path, corpus: Corpus, ops: int) -> dict[str, dict[str, float]
     return {"search": summary(searches), "write": summary(writes)}
 
 
+def cli_seconds(db: Path, *args: str) -> float:
+    t0 = time.perf_counter()
+    done = subprocess.run(
+        [str(EBB), "--db", str(db), "-n", NAMESPACE, *args], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"ebb {' '.join(args)} failed: {done.stderr}")
+    return time.perf_counter() - t0
+
+
+async def approve_while_looping(db: Path, corpus: Corpus) -> dict[str, float]:
+    """Seconds for `ebb approve` while a client calls recall in a loop, and with no server."""
+    env = {**store_env(db), "EBB_MCP_IDLE_RELEASE": "600"}
+    params = StdioServerParameters(command=str(EBB), args=["mcp"], env=env)
+    async with Client(params) as client:
+        for i in range(2):
+            await client.call_tool("remember", {"text": f"to approve {i}", "id": f"note:bye-{i}"})
+            await client.call_tool("forget", {"id": f"note:bye-{i}"})
+        stop = asyncio.Event()
+        calls = 0
+
+        async def loop() -> None:
+            nonlocal calls
+            while not stop.is_set():
+                await client.call_tool("recall", {"query": corpus.queries[calls % 50], "k": 10})
+                calls += 1
+
+        task = asyncio.create_task(loop())
+        await asyncio.sleep(1.0)
+        before = calls
+        busy = await asyncio.to_thread(
+            cli_seconds, db, "approve", "note:bye-0", "--by", "bench", "--json"
+        )
+        after = calls
+        stop.set()
+        await task
+    idle = cli_seconds(db, "approve", "note:bye-1", "--by", "bench", "--json")
+    return {
+        "approve_while_looping_s": round(busy, 3),
+        "approve_no_server_s": round(idle, 3),
+        "loop_calls_during_approve": after - before,
+    }
+
+
 def install_reference(folder: Path) -> Path | None:
     """The reference server's entry point, installed with npm into ``folder`` if needed."""
     entry = folder / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist"
@@ -272,9 +326,14 @@ def reference_version(server_js: Path) -> str:
 
 
 def run_size(
-    n: int, ops: int, work: Path, server_js: Path | None, with_reference: bool
+    n: int,
+    ops: int,
+    work: Path,
+    server_js: Path | None,
+    with_reference: bool,
+    common: tuple[int, int] = (10, 100),
 ) -> dict[str, Any]:
-    corpus = Corpus(n, ops)
+    corpus = Corpus(n, ops, common=common)
     data = work / f"ebb-{n}.jsonl"
     corpus.write_ebb(data)
     db = work / f"ebb-{n}.kuzu"
@@ -287,11 +346,13 @@ def run_size(
     if done.returncode != 0:
         raise RuntimeError(f"ebb import failed: {done.stderr}")
     log(f"{n:,}: ebb import {time.perf_counter() - t0:.1f} s")
-    row: dict[str, Any] = {"memories": n, "ops": ops}
+    row: dict[str, Any] = {"memories": n, "ops": ops, "load_before": round(os.getloadavg()[0], 2)}
     row["ebb_stdio"] = asyncio.run(ebb_stdio(db, corpus, ops))
     log(f"{n:,}: ebb stdio {row['ebb_stdio']}")
     row["ebb_http"] = asyncio.run(ebb_http(db, corpus, ops))
     log(f"{n:,}: ebb http {row['ebb_http']}")
+    row["approval"] = asyncio.run(approve_while_looping(db, corpus))
+    log(f"{n:,}: approval {row['approval']}")
     row["in_process"] = in_process(db, corpus, ops)
     log(f"{n:,}: in-process {row['in_process']}")
     if server_js is not None and with_reference:
@@ -299,6 +360,7 @@ def run_size(
         corpus.write_reference(ref_data)
         row["reference"] = asyncio.run(reference(server_js, ref_data, corpus, ops))
         log(f"{n:,}: reference {row['reference']}")
+    row["load_after"] = round(os.getloadavg()[0], 2)  # a busy machine shows in every p95
     mcp, local = row["ebb_stdio"], row["in_process"]
     row["targets"] = {
         "recall_p95_overhead_ms": round(mcp["search"]["p95"] - local["search"]["p95"], 2),
@@ -340,7 +402,20 @@ def table(rows: list[dict[str, Any]], ref_note: str) -> str:
             f"{one(r['ebb_http'])} | {one(r['in_process'])} | {one(ref)} | "
             f"{t['recall_p95_overhead_ms']:+.1f} ms | {t['remember_p50_overhead_ms']:+.1f} ms |"
         )
-    return "\n".join(lines) + "\n\n" + ref_note
+    lines += [
+        "",
+        "| memories | `ebb approve` while a client calls recall in a loop | the same with no "
+        "server | loop calls served meanwhile |",
+        "|---|---|---|---|",
+    ]
+    loads = ", ".join(f"{r['memories']:,}: {r['load_before']}–{r['load_after']}" for r in rows)
+    for r in rows:
+        a = r["approval"]
+        lines.append(
+            f"| {r['memories']:,} | {a['approve_while_looping_s']:.2f} s | "
+            f"{a['approve_no_server_s']:.2f} s | {a['loop_calls_during_approve']} |"
+        )
+    return "\n".join(lines) + f"\n\n{ref_note}\nload average (1 min) during each size: {loads}"
 
 
 def main() -> None:
@@ -353,6 +428,14 @@ def main() -> None:
         "--ref-max", type=int, default=30_000, help="largest size the reference server is run at"
     )
     ap.add_argument("--ref-dir", help="where the reference server is (or gets) installed")
+    ap.add_argument(
+        "--common-ranks",
+        type=int,
+        nargs=2,
+        default=[10, 100],
+        metavar=("FROM", "TO"),
+        help="Zipf ranks the common-word queries are drawn from",
+    )
     ap.add_argument("--workdir", help="keep the generated stores here (default: a temp dir)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = ap.parse_args()
@@ -370,12 +453,23 @@ def main() -> None:
         rows = []
         ref_slow = False
         for n in args.sizes:
-            row = run_size(n, args.ops, work, server_js, n <= args.ref_max and not ref_slow)
+            row = run_size(
+                n,
+                args.ops,
+                work,
+                server_js,
+                n <= args.ref_max and not ref_slow,
+                (args.common_ranks[0], args.common_ranks[1]),
+            )
             rows.append(row)
             if "reference" in row and row["reference"]["search"]["p50"] > 2000:
                 ref_slow = True  # its scan is past a few seconds: not run at larger sizes
     if args.json:
-        print(json.dumps({"reference": ref_note, "rows": rows}, indent=2))
+        print(
+            json.dumps(
+                {"reference": ref_note, "common_ranks": args.common_ranks, "rows": rows}, indent=2
+            )
+        )
     else:
         print(table(rows, ref_note))
 

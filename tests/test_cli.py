@@ -154,9 +154,9 @@ def test_locked_store_says_what_it_waits_for_then_one_clear_error(tmp_path: Path
         )
         assert proc.returncode == 3
         lines = proc.stderr.strip().splitlines()
-        # one line while it waits (the holder is not an `ebb mcp` that could let go), one error
+        # One line saying what it waits for (it asked the holder to let go), one error line.
         assert len(lines) == 2, proc.stderr
-        assert lines[0].startswith("ebb: waiting up to ") and str(db) in lines[0]
+        assert lines[0].startswith(f"ebb: waiting up to 15 s for the store at {db}")
         assert lines[1].startswith("error: the store ") and str(db) in lines[1]
         assert "another process" in lines[1] and "Traceback" not in proc.stderr
     finally:

@@ -137,3 +137,14 @@ async def test_a_person_approves_while_a_client_calls_in_a_tight_loop(
         assert stats["review_queue"] == 0
         assert stats["nodes"] == 1 + calls // 2  # the loop's memories, none lost
         print(f"{transport}: approved in {took[0]:.2f} s during a loop of {calls} calls")
+
+
+def test_every_name_of_a_store_finds_the_same_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "real.kuzu"
+    db.write_bytes(b"")
+    link = tmp_path / "link.kuzu"
+    link.symlink_to(db)
+    monkeypatch.chdir(tmp_path)
+    assert request_path(db) == request_path("real.kuzu") == request_path("./link.kuzu")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import random
 import subprocess
 import sys
 import textwrap
@@ -449,3 +450,109 @@ async def test_the_server_starts_while_another_process_holds_the_store(tmp_path:
         if holder.poll() is None:
             holder.kill()
             holder.wait()
+
+
+# -- a fuzz campaign: mutated requests, each answered exactly once ------------------------------
+
+TEMPLATES = [
+    tool_call(1, "stats", {}),
+    tool_call(2, "recall", {"query": "harbor lantern", "k": 3}),
+    tool_call(3, "remember", {"text": "fuzzed note", "kind": "note", "props": {"a": [1, 2]}}),
+    tool_call(4, "read", {"ids": ["fact:harbor"]}),
+    request(5, "tools/list"),
+    request("six", "ping"),
+    b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+]
+SPLICES = [
+    b"\\",
+    b'"',
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b",",
+    b":",
+    b"\\u",
+    b"\\ud800",
+    b"\\udfff\\ud800",
+    b"\\u0000",
+    b"\xff",
+    b"\xc3",
+    b"9" * 5000,
+    b"[" * 400,
+    b"NaN",
+    b"-",
+    b"1e999",
+    b"null",
+    b"\t",
+]
+
+
+def mutate(rng: random.Random, line: bytes) -> bytes:
+    for _ in range(rng.randint(1, 3)):
+        at = rng.randrange(len(line) + 1)
+        choice = rng.random()
+        if choice < 0.25:
+            line = line[:at]  # truncated
+        elif choice < 0.45 and line:
+            line = line[:at] + line[at + 1 :]  # a byte lost
+        else:
+            line = line[:at] + rng.choice(SPLICES) + line[at:]
+    return line.replace(b"\n", b" ").replace(b"\r", b" ")
+
+
+def replies_due(line: bytes) -> int:
+    """How many answers JSON-RPC owes this line (0 for blanks, notifications and responses)."""
+    from mcp_types import JSONRPCNotification, JSONRPCRequest, jsonrpc_message_adapter
+
+    if not line.strip():
+        return 0
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return 1
+    try:
+        message = jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except Exception:
+        try:
+            parsed = json.loads(text)
+        except (ValueError, RecursionError):
+            return 1
+        if isinstance(parsed, dict) and "method" not in parsed:
+            return 0 if ("result" in parsed or "error" in parsed) else 1
+        return 1
+    if isinstance(message, JSONRPCRequest):
+        return 1
+    if isinstance(message, JSONRPCNotification):
+        parsed = json.loads(text)
+        return 1 if "id" in parsed else 0
+    return 0  # a response to nothing: dropped
+
+
+def test_mutated_requests_are_each_answered_exactly_once(tmp_path: Path) -> None:
+    rng = random.Random(20261201)
+    cases = [mutate(rng, rng.choice(TEMPLATES)) for _ in range(300)]
+    due = answered = 0
+    with raw_server(tmp_path / "fuzz.kuzu") as server:
+        server.send(tool_call(0, "remember", {"text": "harbor lantern", "id": "fact:harbor"}))
+        assert "result" in server.answer()
+        for n, raw in enumerate(cases):
+            server.send(raw)
+            sentinel = f"sentinel-{n}"
+            server.send(tool_call(sentinel, "stats", {}))
+            got = []
+            while True:
+                reply = server.answer()
+                if reply.get("id") == sentinel:
+                    assert reply["result"]["structuredContent"]["nodes"] >= 1
+                    break
+                got.append(reply)
+            expected = replies_due(raw)
+            assert len(got) == expected, (raw[:200], got)
+            for reply in got:
+                assert reply["jsonrpc"] == "2.0" and ("result" in reply or "error" in reply)
+            due += expected
+            answered += len(got)
+        code, err = server.close()
+    assert code == 0 and "Traceback" not in err, err[-2000:]
+    assert due == answered and due > 150  # most mutations leave a request that needs an answer

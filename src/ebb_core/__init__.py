@@ -10,26 +10,74 @@ nothing is deleted until a human signs off. Start with :class:`Brain`::
             print(hit.id, hit.why.summary)
 """
 
-from .backends import open_store
-from .clock import Clock, FixedClock, SystemClock
-from .engine import Brain
-from .errors import BackendUnavailable, EbbError, InvalidInput, NotFound, StoreLocked
-from .model import (
-    AuditEntry,
-    Edge,
-    LiveLink,
-    MaintainReport,
-    Neighbor,
-    Node,
-    RecallHit,
-    ReviewItem,
-    Stats,
-    Tier,
-    Version,
-    Why,
-)
-from .scoring import Config
-from .store import GraphStore
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .backends import open_store
+    from .clock import Clock, FixedClock, SystemClock
+    from .engine import Brain
+    from .errors import BackendUnavailable, EbbError, InvalidInput, NotFound, StoreLocked
+    from .model import (
+        AuditEntry,
+        Edge,
+        LiveLink,
+        MaintainReport,
+        Neighbor,
+        Node,
+        RecallHit,
+        ReviewItem,
+        Stats,
+        Tier,
+        Version,
+        Why,
+    )
+    from .scoring import Config
+    from .store import GraphStore
+
+# Each public name is imported from its module on first use (PEP 562), so `import ebb_core`
+# (and `ebb --help`, which imports ebb_core.cli) does not load pydantic or the storage engine.
+_WHERE = {
+    "open_store": "backends",
+    "Clock": "clock",
+    "FixedClock": "clock",
+    "SystemClock": "clock",
+    "Brain": "engine",
+    "BackendUnavailable": "errors",
+    "EbbError": "errors",
+    "InvalidInput": "errors",
+    "NotFound": "errors",
+    "StoreLocked": "errors",
+    "AuditEntry": "model",
+    "Edge": "model",
+    "LiveLink": "model",
+    "MaintainReport": "model",
+    "Neighbor": "model",
+    "Node": "model",
+    "RecallHit": "model",
+    "ReviewItem": "model",
+    "Stats": "model",
+    "Tier": "model",
+    "Version": "model",
+    "Why": "model",
+    "Config": "scoring",
+    "GraphStore": "store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ebb_core' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})
+
 
 __version__ = "0.1.0"
 

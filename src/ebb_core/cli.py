@@ -8,19 +8,16 @@ to see one).
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from pydantic import BaseModel
-from rich.console import Console
-from rich.table import Table
 
-from .engine import Brain, CommittedInterrupt
 from .errors import (
     EbbError,
     InvalidInput,
@@ -42,8 +39,49 @@ EXIT_INTERRUPTED = 130  # Ctrl-C: what was in progress was rolled back
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+class _Lazy:
+    """A class (or an instance of one) imported on first use.
+
+    Keeps `ebb --help`, and commands that never print a table or never open a store, from
+    loading rich, pydantic or the storage engine: each name below behaves as the real one
+    (calls, attributes) once touched.
+    """
+
+    def __init__(self, module: str, name: str, *args: Any, **kwargs: Any) -> None:
+        self._where = (module, name)
+        self._args: tuple[Any, ...] | None = (args, kwargs) if args or kwargs else None
+        self._target: Any = None
+
+    def _get(self) -> Any:
+        if self._target is None:
+            target = getattr(importlib.import_module(self._where[0]), self._where[1])
+            if self._args is not None:
+                args, kwargs = self._args
+                target = target(*args, **kwargs)
+            self._target = target
+        return self._target
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._get(), attr)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._get()(*args, **kwargs)
+
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from .engine import Brain
+
+    out: Console
+    err: Console
+else:
+    Brain = _Lazy("ebb_core.engine", "Brain")
+    Table = _Lazy("rich.table", "Table")
+    out = _Lazy("rich.console", "Console", highlight=False, soft_wrap=True)
+    err = _Lazy("rich.console", "Console", stderr=True, highlight=False, soft_wrap=True)
 
 
 def _fail(message: str, code: int = 1) -> None:
@@ -93,6 +131,8 @@ def handle_errors(fn: F) -> F:
 
 
 def _dump(value: Any) -> Any:
+    from pydantic import BaseModel
+
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if isinstance(value, list):
@@ -137,7 +177,52 @@ def _waiting(message: str) -> None:
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The command group, with commands whose module is imported only when they run.
+
+    ``ebb mcp`` lives in :mod:`ebb_core.mcp_server` (its tool models cost an import of their
+    own); ``ebb --help`` lists it from the short help below without importing it.
+    """
+
+    lazy: dict[str, tuple[str, str, str]] = {  # noqa: RUF012
+        "mcp": (
+            "ebb_core.mcp_server",
+            "mcp_command",
+            "Serve Ebb's memory tools to an MCP client (stdio by default, or streamable HTTP).",
+        ),
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            module, name, _ = self.lazy[cmd_name]
+            try:
+                command: click.Command = getattr(importlib.import_module(module), name)
+            except ImportError:  # an optional part that is not installed
+                return None
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max((len(n) for n in names), default=0)
+        rows = []
+        for name in names:
+            if name in self.lazy and name not in self.commands:
+                placeholder = click.Command(name, help=self.lazy[name][2])
+                rows.append((name, placeholder.get_short_help_str(limit)))
+                continue
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", envvar="EBB_DB_PATH", help="Embedded store file (EBB_DB_PATH, ./ebb_db).")
 @click.option("--backend", envvar="EBB_BACKEND", help="kuzu (default) or neo4j (EBB_BACKEND).")
 @click.option("--namespace", "-n", envvar="EBB_NAMESPACE", help="Namespace (EBB_NAMESPACE).")
@@ -599,12 +684,15 @@ def import_cmd(c: Ctx, src: str, into: str | None, as_json: bool) -> None:
     """Load an export from SRC (refuses, changing nothing, if an id already exists)."""
     from rich.progress import Progress
 
+    from .engine import CommittedInterrupt
+
     with c.brain() as b:
         try:
             if as_json:
                 counts = b.import_(src, namespace=into)
             else:
-                with Progress(console=err, transient=True) as bar:
+                console = err._get()  # type: ignore[attr-defined]
+                with Progress(console=console, transient=True) as bar:
                     task = bar.add_task("importing", total=None)
 
                     def step(done: int, total: int) -> None:
@@ -706,17 +794,6 @@ def demo(as_json: bool, demo_db: str | None) -> None:
     from .demo import run
 
     run(as_json=as_json, path=demo_db)
-
-
-def _register_optional() -> None:
-    try:
-        from .mcp_server import mcp_command
-    except ImportError:  # the server module is optional until present
-        return
-    main.add_command(mcp_command)
-
-
-_register_optional()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -37,12 +37,16 @@ def request_path(store_path: str | os.PathLike[str]) -> Path | None:
     text = os.fspath(store_path)
     if not text or text == ":memory:":
         return None
-    return Path(text + SUFFIX)
+    # Next to the file itself, however it is named (relative path, symlink), so that every
+    # process that opens this store finds the same request.
+    return Path(os.path.realpath(text) + SUFFIX)
 
 
 def _alive(pid: int) -> bool:
     if pid <= 0:
         return False
+    if os.name == "nt":  # os.kill would end the process there: rely on STALE_AFTER alone
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

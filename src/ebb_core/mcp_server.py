@@ -111,6 +111,8 @@ ones fade into archive tiers (hot → warm → cold) by themselves.
 - When you learn something durable, `remember` it (one idea per memory) and link it to the
   memories it refers to (`links`, or `connect`).
 - When a recalled memory actually helped, `reinforce` it.
+- To read memories whose ids you know, `read` them; to see the context around one (linked
+  decisions, people, meetings), `explore` it. Both only look unless you ask them to reinforce.
 - If a memory is wrong or obsolete, `forget` it: that only queues it for a person to review.
   You cannot delete anything; a person approves deletions with the `ebb` command line.
 """

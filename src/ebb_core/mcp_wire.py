@@ -267,11 +267,16 @@ class GuardedStdin:
             try:
                 message = jsonrpc_message_adapter.validate_json(line, by_name=False)
             except Exception:
-                reply = answer_for(line)
-                if reply is not None and "error" not in reply:
-                    return json.dumps(reply)  # a call to be refused as a tool error
-                if reply is not None:
-                    await self._reply(reply)
+                try:
+                    reply = answer_for(line)
+                    if reply is not None and "error" not in reply:
+                        return json.dumps(reply)  # a call to be refused as a tool error
+                    if reply is not None:
+                        await self._reply(reply)
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    raise StopAsyncIteration from None  # the server is shutting down
+                except Exception:  # never let one bad line stop the server
+                    log.exception("ebb mcp: could not answer a line it could not parse")
                 continue
             if isinstance(message, JSONRPCNotification) and '"id"' in line and _has_id(line):
                 # A request whose id is neither a string nor an integer parses as a

@@ -1,0 +1,67 @@
+"""`ebb` loads only what a command uses: `--help` neither pydantic nor the storage engine,
+`--json` commands not rich, and no command but `ebb mcp` the MCP server module.
+
+Wall-time figures are measured outside the suite (README, "A quick command line").
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HEAVY = ("pydantic", "rich", "kuzu", "pyarrow", "numpy", "ebb_core.engine", "ebb_core.mcp_server")
+
+
+def loaded_after(*args: str) -> tuple[list[str], str]:
+    code = (
+        "import sys\n"
+        "from ebb_core.cli import main\n"
+        "try:\n"
+        f"    main({list(args)!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print('LOADED', sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("LOADED "), done.stdout + done.stderr
+    loaded: list[str] = json.loads(last.removeprefix("LOADED ").replace("'", '"'))
+    return loaded, done.stdout
+
+
+def test_help_loads_nothing_heavy() -> None:
+    loaded, out = loaded_after("--help")
+    assert loaded == []
+    assert "mcp " in out and "Serve Ebb's memory tools to an MCP client" in out
+
+
+def test_a_json_command_loads_the_engine_but_not_rich_or_the_mcp_server(tmp_path: Path) -> None:
+    db = str(tmp_path / "lazy.kuzu")
+    loaded, out = loaded_after("--db", db, "remember", "harbor lantern", "--json")
+    assert "ebb_core.engine" in loaded and "kuzu" in loaded
+    assert "rich" not in loaded and "ebb_core.mcp_server" not in loaded
+    assert '"text": "harbor lantern"' in out
+    loaded, out = loaded_after("--db", db, "recall", "lantern")
+    assert "rich" in loaded and "ebb_core.mcp_server" not in loaded
+    assert "harbor lantern" in out
+
+
+def test_the_package_imports_its_names_on_first_use() -> None:
+    code = (
+        "import sys, ebb_core\n"
+        "assert 'ebb_core.engine' not in sys.modules and 'pydantic' not in sys.modules\n"
+        "from ebb_core import Brain, Tier, __version__\n"
+        "assert Brain.__module__ == 'ebb_core.engine' and Tier.HOT == 1\n"
+        "assert 'Brain' in dir(ebb_core)\n"
+        "try:\n"
+        "    ebb_core.Nope\n"
+        "except AttributeError as exc:\n"
+        "    assert 'Nope' in str(exc)\n"
+        "else:\n"
+        "    raise SystemExit('no AttributeError')\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "ok", done.stderr
