@@ -347,6 +347,7 @@ class KuzuStore(GraphStore):
         kuzu = _kuzu.load()
         self._path = str(Path(path).expanduser().absolute())
         parent = Path(self._path).parent
+        self._folder = str(parent)
         if not create and not Path(self._path).exists():
             raise NoStore(
                 f"there is no Ebb store at {self._path} (nothing was created): point --db or "
@@ -370,12 +371,13 @@ class KuzuStore(GraphStore):
         wal = Path(self._path + ".wal")
         recovering = wal.exists() and wal.stat().st_size > 0
         try:
-            self._db = kuzu.Database(self._path, read_only=read_only)
+            # Checkpoints are taken by this store (see _maybe_checkpoint), never inside a write.
+            self._db = kuzu.Database(self._path, read_only=read_only, auto_checkpoint=False)
         except RuntimeError as exc:
             msg = str(exc)
             # A writer closing elsewhere checkpoints through a ".shadow" file; opening just
             # then reads it half-written. Both are "busy right now": callers may wait and retry.
-            if "lock" in msg.lower() or ".shadow" in msg:
+            if "lock" in msg.lower() or (".shadow" in msg and _held_elsewhere(self._path)):
                 raise StoreLocked(
                     f"the store {self._path} is open for writing in another process "
                     "(an `ebb mcp` call in progress, or another program): try again in a "
@@ -398,16 +400,20 @@ class KuzuStore(GraphStore):
         self._snapshot = snapshot
         self._meta: dict[str, str | None] = {}
         self._closed = False
+        self._wal_failed = False
         try:
             self._conn = kuzu.Connection(self._db)
             for ext in ("fts",):
-                self._conn.execute(f"LOAD EXTENSION {ext}")
+                self._exec(f"LOAD EXTENSION {ext}")
             if not read_only:
                 self._ensure_schema()
                 self._ensure_text_index(force=recovering)
-        except _IndexWedged:
+        except StorageError as exc:
             self._abandon()
-            if not rebuild:
+            # StoreFull: nothing to mend, only room to make. Otherwise the store's catalog and
+            # its index storage disagree (after a WAL replayed without the fts extension, e.g.
+            # "Cannot find table catalog entry" when loading it, or a wedged index build).
+            if not rebuild or isinstance(exc, StoreFull) or read_only:
                 raise
             # The one state cleaning up cannot mend (see _drop_text_index): every row is
             # copied into a new file, which takes the store's place; the old one is kept.
@@ -430,6 +436,9 @@ class KuzuStore(GraphStore):
     def _abandon(self) -> None:
         """Release the engine after a failed open (never raises: the cause is what matters)."""
         self._closed = True
+        if self._wal_failed:  # see close
+            _ABANDONED.append((getattr(self, "_conn", None), self._db))
+            return
         for thing in (getattr(self, "_conn", None), self._db):
             try:
                 if thing is not None:
@@ -462,10 +471,11 @@ class KuzuStore(GraphStore):
         if not solo:
             result = self._run(stmt, params)
         else:
+            self.check_room()
             try:
                 result = self._conn.execute(stmt, dict(params or {}))
             except RuntimeError as exc:
-                raise storage_error(exc, self._path) from None
+                raise self._failed(exc) from None
         assert not isinstance(result, list)
         try:
             return _all(result)
@@ -486,18 +496,63 @@ class KuzuStore(GraphStore):
                     "a statement after a final write_event: that write is already committed"
                 )
             if not self._begun:
+                self.check_room()
                 self._exec("BEGIN TRANSACTION")
                 self._begun = True
         try:
             return self._conn.execute(query, dict(params or {}))
         except RuntimeError as exc:
-            raise storage_error(exc, self._path) from None
+            raise self._failed(exc) from None
+
+    def check_room(self, extra: int = 0) -> None:
+        """Refuse a write (:class:`StoreFull`) unless the disk has room for it and for the
+        checkpoint that folds the WAL into the file.
+
+        Kùzu 0.11.3 cannot survive running out of space while it appends to its WAL: the
+        write fails, its in-memory state is corrupted and the process later aborts
+        (``terminate called after throwing kuzu::common::IOException``), so Ebb never lets a
+        write start without room. ``extra``: bytes the write itself may need beyond ~1 MiB.
+        """
+        free, need = self._room(extra)
+        if free < need:
+            raise StoreFull(
+                f"the disk holding the store {self._path} is (nearly) full: {free >> 20} MiB "
+                f"free, a write needs {need >> 20} MiB with its checkpoint. Nothing was "
+                "written; free some space and retry (everything stored so far is kept)",
+                path=self._path,
+            )
+
+    def _room(self, extra: int = 0) -> tuple[int, int]:
+        """(free bytes, bytes a write of ``extra`` bytes and the next checkpoint may need).
+
+        A checkpoint copies every page it changes into the ``.shadow`` file before writing
+        them to the store (measured: ~3x the WAL for remembers), and Kùzu 0.11.3 does not
+        notice when that copy runs out of space: it logs the checkpoint as done and leaves a
+        store it cannot open. So the room kept is what the shadow can take (at most the
+        store's size, else 5x the WAL) plus twice the WAL for the file to grow.
+        """
+        try:
+            st = os.statvfs(self._folder)
+            free = st.f_bavail * st.f_frsize
+            wal = os.stat(self._path + ".wal").st_size if os.path.exists(self._path + ".wal") else 0
+            size = os.stat(self._path).st_size
+        except OSError:
+            return 1 << 62, 0
+        return free, min(size, 5 * wal) + 2 * wal + extra + _ROOM
+
+    def _failed(self, exc: RuntimeError) -> StorageError:
+        """The EbbError for a Kùzu error; notes a failed WAL append, after which Kùzu's state
+        in this process cannot be trusted (see ``close``)."""
+        err = storage_error(exc, self._path)
+        if ".wal" in str(exc) and "write" in str(exc).lower():
+            self._wal_failed = True
+        return err
 
     def _exec(self, query: str) -> None:
         try:
             self._conn.execute(query)
         except RuntimeError as exc:
-            raise storage_error(exc, self._path) from None
+            raise self._failed(exc) from None
 
     def _ensure_schema(self) -> None:
         with self._lock:
@@ -554,6 +609,7 @@ class KuzuStore(GraphStore):
             return "building" if state == "building" else "ready"
 
     def _build_text_index(self) -> None:
+        self.check_room()
         self.set_meta(INDEX_STATE, "building")  # committed before anything is dropped
         self._drop_text_index()
         try:
@@ -627,6 +683,9 @@ class KuzuStore(GraphStore):
         # opened after a kill in between rebuilds it from whatever the load committed.
         with self._lock:
             total = self._q("MATCH (m:Memory) RETURN count(*)")[0][0]
+            # ~3 KB a memory on disk with its links, index entries and WAL (measured: 50k
+            # memories with 100k links grow the file by ~75 MB), counted twice for safety
+            self.check_room(extra=rows * 6_000)
             rebuild = rows >= 5000 and rows >= total and not self._depth
             if rebuild:
                 self.set_meta(INDEX_STATE, "building")
@@ -647,6 +706,7 @@ class KuzuStore(GraphStore):
                         # itself is the one to report.
                         if not failed:
                             raise
+                self._maybe_checkpoint()
 
     def _rows(self, query: str) -> list[list[Any]]:
         result = self._run(query)
@@ -679,7 +739,36 @@ class KuzuStore(GraphStore):
             begun, self._depth = self._begun, 0
             self._begun = self._sealed = False
             if begun:
-                self._exec("COMMIT")
+                try:
+                    self._exec("COMMIT")
+                except BaseException:
+                    # Nothing was committed (Kùzu rolls back a failed commit): the in-process
+                    # copies, written through during the transaction, are dropped too.
+                    self._forget_cached()
+                    self._prepared.clear()
+                    with suppress(EbbError):
+                        self._exec("ROLLBACK")
+                    raise
+            self._maybe_checkpoint()
+
+    def _maybe_checkpoint(self) -> None:
+        """Checkpoint once the WAL passes Kùzu's usual threshold (auto-checkpoints are off)...
+
+        With Kùzu's own auto-checkpoint, a checkpoint that fails (a full disk) raised from the
+        write that triggered it although that write had committed: a stored memory reported
+        as not stored. Here a failed checkpoint is not the write's failure: the write is safe in
+        the WAL, and the next checkpoint (or open, once there is room) folds it in.
+        """
+        try:
+            size = os.stat(self._path + ".wal").st_size
+        except OSError:
+            return
+        free, need = self._room()
+        # ... and sooner when room runs low, so that what a write must keep free (see _room)
+        # shrinks back; never without the room the checkpoint itself needs.
+        if size and (size >= _CHECKPOINT_WAL or free < 2 * need) and free >= need:
+            with suppress(StorageError):
+                self._exec("CHECKPOINT")
 
     def _rollback(self, begun: bool = True) -> None:
         self._forget_cached()
@@ -694,7 +783,9 @@ class KuzuStore(GraphStore):
                 raise
         # kuzu 0.11.3 sometimes reports a write-write conflict on the next update of a row the
         # rolled-back transaction had updated; a checkpoint clears the stale version marks.
-        self._exec("CHECKPOINT")
+        # (On a full disk it cannot run; the error that caused the rollback is the one raised.)
+        with suppress(StoreFull):
+            self._exec("CHECKPOINT")
 
     def _forget_cached(self) -> None:
         """Drop every in-process copy of stored data (after a change the copies cannot follow)."""
@@ -708,8 +799,19 @@ class KuzuStore(GraphStore):
                 return
             self._closed = True
             self._prepared.clear()
+            if self._wal_failed:
+                # Closing would flush a WAL Kùzu could not write, which aborts the process.
+                # Everything committed before is on disk; the engine is left to process exit.
+                _ABANDONED.append((self._conn, self._db))
+                return
             self._conn.close()
             self._db.close()
+
+    @property
+    def wal_failed(self) -> bool:
+        """Kùzu failed to append to the WAL in this process (a disk that filled up under
+        another writer): the process should exit soon (see ``close``) and reopen the store."""
+        return self._wal_failed
 
     # -- metadata ------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -1743,6 +1845,9 @@ _SNAPSHOT_AFTER = 64  # rows read one by one before the recall snapshot is taken
 _OFF = ("0", "false", "no", "off")
 _DELTA_OF = {"base_key": "base_delta", "degree": "degree_delta", "key": "key_delta"}
 _PREPARED_MAX = 512  # prepared statements kept (one per query text)
+_CHECKPOINT_WAL = 16 << 20  # WAL bytes that trigger a checkpoint (Kùzu's default threshold)
+_ROOM = 4 << 20  # free bytes every write keeps in hand beyond its WAL's checkpoint
+_ABANDONED: list[Any] = []  # engines not closed after a failed WAL append (see close)
 #: Row columns the recall snapshot keeps as Arrow (the rest are its numpy arrays and lists).
 _BASE_COLUMNS = tuple(c for c in _ROW_KEYS if c not in ("kind", "tier", "key", "pinned"))
 _TIERS = {int(t): t for t in Tier}
@@ -1858,6 +1963,24 @@ def _kinds_param(kinds: Sequence[str]) -> dict[str, Any]:
 
 
 _FULL = ("no space left", "disk full", "file too large", "errno 28", "errno 27", "enospc", "efbig")
+
+
+def _held_elsewhere(path: str) -> bool:
+    """Whether another process holds the store's file lock (Kùzu takes a POSIX lock on it)."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    else:
+        return False
+    finally:
+        os.close(fd)
 
 
 # CREATE_FTS_INDEX's errors when Kùzu's storage still holds an index its catalog has lost.
