@@ -415,11 +415,14 @@ class KuzuStore(GraphStore):
             # "Cannot find table catalog entry" when loading it, or a wedged index build).
             if not rebuild or isinstance(exc, StoreFull) or read_only:
                 raise
-            # The one state cleaning up cannot mend (see _drop_text_index): every row is
-            # copied into a new file, which takes the store's place; the old one is kept.
+            # What cleaning up cannot mend (see _drop_text_index): every row is copied into
+            # a new file, which takes the store's place; the old one is kept.
             from .repair import rebuild_in_place
 
-            aside = rebuild_in_place(self._path)
+            try:
+                aside = rebuild_in_place(self._path)
+            except RuntimeError as again:  # the rows cannot be read either
+                raise storage_error(again, self._path, "open") from None
             warnings.warn(
                 f"the store {self._path} was rebuilt from its rows after a crash left its "
                 f"text index unrecoverable; the damaged file is kept at {aside}",
@@ -612,12 +615,7 @@ class KuzuStore(GraphStore):
         self.check_room()
         self.set_meta(INDEX_STATE, "building")  # committed before anything is dropped
         self._drop_text_index()
-        try:
-            self._create_text_index()
-        except StorageError as exc:
-            if any(w in str(exc) for w in _WEDGED):
-                raise _IndexWedged(str(exc), path=self._path) from None
-            raise
+        self._create_text_index()
         self.set_meta(INDEX_STATE, "ready")
 
     def _has_text_index(self) -> bool:
@@ -683,9 +681,9 @@ class KuzuStore(GraphStore):
         # opened after a kill in between rebuilds it from whatever the load committed.
         with self._lock:
             total = self._q("MATCH (m:Memory) RETURN count(*)")[0][0]
-            # ~3 KB a memory on disk with its links, index entries and WAL (measured: 50k
-            # memories with 100k links grow the file by ~75 MB), counted twice for safety
-            self.check_room(extra=rows * 6_000)
+            # ~1.5 KB a memory on disk with its links and index entries (measured: 50k
+            # memories with 100k links grow the file by ~75 MB), counted 2.7 times
+            self.check_room(extra=rows * 4_000)
             rebuild = rows >= 5000 and rows >= total and not self._depth
             if rebuild:
                 self.set_meta(INDEX_STATE, "building")
@@ -1981,14 +1979,6 @@ def _held_elsewhere(path: str) -> bool:
         return False
     finally:
         os.close(fd)
-
-
-# CREATE_FTS_INDEX's errors when Kùzu's storage still holds an index its catalog has lost.
-_WEDGED = ("already exists", "is not loaded yet")
-
-
-class _IndexWedged(StorageError):
-    """The text index cannot be rebuilt in this file (see ``_drop_text_index``)."""
 
 
 class StoreRebuilt(UserWarning):
