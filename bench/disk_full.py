@@ -116,7 +116,9 @@ def inside(mnt: Path, size_mb: int, import_file: Path) -> dict[str, Any]:
     res["cli_full"] = {"rc": cli.returncode, "stderr": cli.stderr[-400:]}
     res["reopen_full"] = _step("maintain", db)  # reopen, maintain, rebuild: all while full
     res["import_full"] = _step("import", db, str(import_file))
-    _resize(mnt, size_mb + 6)  # just enough to open: maintain and an index build near full
+    # enough room to open (which keeps room for a checkpoint): maintain and an index build
+    # with little more than that
+    _resize(mnt, size_mb + size_mb // 2 + 6)
     res["maintain_near_full"] = _step("maintain", db)
     res["import_near_full"] = _step("import", db, str(import_file))
     _resize(mnt, size_mb * 4)
