@@ -198,6 +198,7 @@ def _import_file(path: Path, n: int) -> None:
     crash_campaign.make_import_file(path, n)
 
 
+@pytest.mark.slow
 def test_an_interrupted_import_either_rolled_back_or_says_it_committed(tmp_path: Path) -> None:
     data = tmp_path / "big.jsonl"
     n = 20_000

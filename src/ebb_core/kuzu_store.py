@@ -514,7 +514,7 @@ class KuzuStore(GraphStore):
         Kùzu 0.11.3 cannot survive running out of space while it appends to its WAL: the
         write fails, its in-memory state is corrupted and the process later aborts
         (``terminate called after throwing kuzu::common::IOException``), so Ebb never lets a
-        write start without room. ``extra``: bytes the write itself may need beyond ~1 MiB.
+        write start without room. ``extra``: bytes the write itself may need beyond 4 MiB.
         """
         free, need = self._room(extra)
         if free < need:
@@ -616,7 +616,8 @@ class KuzuStore(GraphStore):
             return "building" if state == "building" else "ready"
 
     def _build_text_index(self) -> None:
-        self.check_room()
+        # the index's tables take ~0.5 KB a memory (50k memories: ~25 MB); counted 3 times
+        self.check_room(extra=self._q("MATCH (m:Memory) RETURN count(*)")[0][0] * 1_500)
         self.set_meta(INDEX_STATE, "building")  # committed before anything is dropped
         self._drop_text_index()
         self._create_text_index()
