@@ -616,7 +616,7 @@ class KuzuStore(GraphStore):
             return "building" if state == "building" else "ready"
 
     def _build_text_index(self) -> None:
-        # the index's tables take ~0.5 KB a memory (50k memories: ~25 MB); counted 3 times
+        # an allowance of 1.5 KB a memory for the index tables (the whole store takes ~1.5 KB)
         self.check_room(extra=self._q("MATCH (m:Memory) RETURN count(*)")[0][0] * 1_500)
         self.set_meta(INDEX_STATE, "building")  # committed before anything is dropped
         self._drop_text_index()
