@@ -48,6 +48,14 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 def _fail(message: str, code: int = 1) -> None:
     err.print(f"[bold red]error:[/] {message}", markup=True)
+    from . import kuzu_store
+
+    if kuzu_store.abandoned_engines():
+        # Kùzu failed to append to its WAL (a disk filled up under it): destroying that engine
+        # at interpreter exit would abort the process. Everything committed is on disk.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     raise SystemExit(code)
 
 

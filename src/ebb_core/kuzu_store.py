@@ -1970,6 +1970,12 @@ def _kinds_param(kinds: Sequence[str]) -> dict[str, Any]:
 _FULL = ("no space left", "disk full", "file too large", "errno 28", "errno 27", "enospc", "efbig")
 
 
+def abandoned_engines() -> int:
+    """How many engines this process left unclosed after a failed WAL append (see
+    ``KuzuStore.close``); a process with any should end with ``os._exit``."""
+    return len(_ABANDONED)
+
+
 def _held_elsewhere(path: str) -> bool:
     """Whether another process holds the store's file lock (Kùzu takes a POSIX lock on it)."""
     import fcntl
