@@ -13,7 +13,16 @@ nothing is deleted until a human signs off. Start with :class:`Brain`::
 from .backends import open_store
 from .clock import Clock, FixedClock, SystemClock
 from .engine import Brain
-from .errors import BackendUnavailable, EbbError, InvalidInput, NotFound, StoreLocked
+from .errors import (
+    BackendUnavailable,
+    EbbError,
+    InvalidInput,
+    NoStore,
+    NotFound,
+    StorageError,
+    StoreFull,
+    StoreLocked,
+)
 from .model import (
     AuditEntry,
     Edge,
@@ -46,11 +55,14 @@ __all__ = [
     "LiveLink",
     "MaintainReport",
     "Neighbor",
+    "NoStore",
     "Node",
     "NotFound",
     "RecallHit",
     "ReviewItem",
     "Stats",
+    "StorageError",
+    "StoreFull",
     "StoreLocked",
     "SystemClock",
     "Tier",
