@@ -250,3 +250,43 @@ def test_disk_full_on_a_small_tmpfs(tmp_path: Path) -> None:
     assert res["problems"] == [], res
     assert res["fill"]["error"] == "StoreFull" and res["fill"]["acks"] > 100
     assert res["after_room"]["present"] == res["fill"]["acks"]
+
+
+def test_a_file_size_limit_is_store_full_and_loses_nothing(tmp_path: Path) -> None:
+    # An injected I/O failure without mounting anything: RLIMIT_FSIZE makes Kùzu's writes past
+    # the limit fail with EFBIG (SIGXFSZ ignored, as a shell would not), below Ebb's free-space
+    # check. Each `ebb remember` must end with a clear error, never an abort, and a store
+    # that opens afterwards with everything that was acknowledged.
+    import resource
+
+    db = tmp_path / "limited.kuzu"
+    acked = _store_with(db, 3)
+    limit = db.stat().st_size // 2  # already past it: any write to the file's end fails
+
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    codes = []
+    for i in range(4):
+        p = subprocess.run(
+            [sys.executable, "-m", "ebb_core.cli", "--db", str(db), "-n", "t", "remember",
+             f"limited harbor {i} " + "x" * 20_000, "--id", f"note:lim{i}"],
+            preexec_fn=limited,
+            capture_output=True,
+            text=True,
+        )  # fmt: skip
+        assert p.returncode in (0, 4, 5), (p.returncode, p.stderr)  # never -6 (abort)
+        assert "unexpected" not in p.stderr
+        if p.returncode == 0:
+            acked.append(f"note:lim{i}")
+        else:
+            assert str(db) in p.stderr
+        codes.append(p.returncode)
+    assert 5 in codes, codes
+    assert _ids_present(db, acked) == len(acked)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StoreRebuilt)
+        with Brain.open(db, namespace="t") as b:
+            b.remember("after the limit was lifted harbor", id="note:after")
+            assert "note:after" in {h.id for h in b.recall("lifted harbor", 5, depth=3)}
