@@ -413,7 +413,8 @@ class KuzuStore(GraphStore):
             # StoreFull: nothing to mend, only room to make. Otherwise the store's catalog and
             # its index storage disagree (after a WAL replayed without the fts extension, e.g.
             # "Cannot find table catalog entry" when loading it, or a wedged index build).
-            if not rebuild or isinstance(exc, StoreFull) or read_only:
+            missing_extension = "extension" in str(exc).lower() and "catalog" not in str(exc)
+            if not rebuild or isinstance(exc, StoreFull) or read_only or missing_extension:
                 raise
             # What cleaning up cannot mend (see _drop_text_index): every row is copied into
             # a new file, which takes the store's place; the old one is kept.
