@@ -16,7 +16,16 @@ if TYPE_CHECKING:
     from .backends import open_store
     from .clock import Clock, FixedClock, SystemClock
     from .engine import Brain
-    from .errors import BackendUnavailable, EbbError, InvalidInput, NotFound, StoreLocked
+    from .errors import (
+        BackendUnavailable,
+        EbbError,
+        InvalidInput,
+        NoStore,
+        NotFound,
+        StorageError,
+        StoreFull,
+        StoreLocked,
+    )
     from .model import (
         AuditEntry,
         Edge,
@@ -45,7 +54,10 @@ _WHERE = {
     "BackendUnavailable": "errors",
     "EbbError": "errors",
     "InvalidInput": "errors",
+    "NoStore": "errors",
     "NotFound": "errors",
+    "StorageError": "errors",
+    "StoreFull": "errors",
     "StoreLocked": "errors",
     "AuditEntry": "model",
     "Edge": "model",
@@ -95,11 +107,14 @@ __all__ = [
     "LiveLink",
     "MaintainReport",
     "Neighbor",
+    "NoStore",
     "Node",
     "NotFound",
     "RecallHit",
     "ReviewItem",
     "Stats",
+    "StorageError",
+    "StoreFull",
     "StoreLocked",
     "SystemClock",
     "Tier",

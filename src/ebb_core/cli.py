@@ -86,6 +86,14 @@ else:
 
 def _fail(message: str, code: int = 1) -> None:
     err.print(f"[bold red]error:[/] {message}", markup=True)
+    from . import kuzu_store
+
+    if kuzu_store.abandoned_engines():
+        # Kùzu failed to append to its WAL (a disk filled up under it): destroying that engine
+        # at interpreter exit would abort the process. Everything committed is on disk.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     raise SystemExit(code)
 
 
@@ -684,10 +692,10 @@ def import_cmd(c: Ctx, src: str, into: str | None, as_json: bool) -> None:
     """Load an export from SRC (refuses, changing nothing, if an id already exists)."""
     from rich.progress import Progress
 
-    from .engine import CommittedInterrupt
-
-    with c.brain() as b:
-        try:
+    opened: list[Brain] = []
+    try:
+        with c.brain() as b:
+            opened.append(b)
             if as_json:
                 counts = b.import_(src, namespace=into)
             else:
@@ -699,12 +707,17 @@ def import_cmd(c: Ctx, src: str, into: str | None, as_json: bool) -> None:
                         bar.update(task, completed=done, total=total)
 
                     counts = b.import_(src, namespace=into, progress=step)
-        except CommittedInterrupt as exc:  # Ctrl-C after the commit: the import stands
-            counts = exc.counts
-            err.print(
-                "interrupted after the import had committed: everything below is stored; the "
-                "text index is rebuilt when the store is next opened"
-            )
+    except KeyboardInterrupt:
+        # Ctrl-C after the commit (while the index was rebuilt, or the store closed): the
+        # import stands, and is reported as stored, never as rolled back.
+        done = opened[0].last_import if opened else None
+        if done is None:
+            raise
+        counts = done
+        err.print(
+            "interrupted after the import had committed: everything below is stored; the "
+            "text index is rebuilt when the store is next opened if it was not finished"
+        )
     if as_json:
         emit_json(counts)
     else:

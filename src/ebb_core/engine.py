@@ -123,6 +123,9 @@ class Brain:
             store.close()
             raise
 
+    #: counts of the last import through this view that committed (see :meth:`import_`)
+    last_import: dict[str, int] | None = None
+
     def scoped(self, namespace: str) -> Brain:
         """A view of ``namespace`` on the same store, config and clock."""
         other = object.__new__(Brain)
@@ -1523,8 +1526,12 @@ class Brain:
         """Load an export. Memories keep their namespaces unless ``namespace`` puts them all in one.
 
         Refuses (changing nothing) if a memory id already exists or the file is malformed.
-        Returns counts of nodes, edges and audit entries loaded.
+        Returns counts of nodes, edges and audit entries loaded, which are also kept in
+        ``last_import`` from the moment the import commits (so that a caller interrupted
+        afterwards can tell that it did). A Ctrl-C before the commit rolls it back; after it,
+        :class:`CommittedInterrupt` (a ``KeyboardInterrupt``) carries the counts.
         """
+        self.last_import = None
         if isinstance(src, (str, os.PathLike)):
             path = Path(src)
             if not path.is_file():
@@ -1647,6 +1654,7 @@ class Brain:
                     # import is reported as what it is: rolled back, or committed.
                     gate.hold()
                 committed = True
+                self.last_import = counts  # set before any Ctrl-C can be raised again
                 gate.release()  # a Ctrl-C during the commit is raised now, after it
         except KeyboardInterrupt:
             if committed:

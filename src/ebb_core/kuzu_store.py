@@ -348,6 +348,7 @@ class KuzuStore(GraphStore):
         kuzu = _kuzu.load()
         self._path = str(Path(path).expanduser().absolute())
         parent = Path(self._path).parent
+        self._folder = str(parent)
         if not create and not Path(self._path).exists():
             raise NoStore(
                 f"there is no Ebb store at {self._path} (nothing was created): point --db or "
@@ -371,12 +372,13 @@ class KuzuStore(GraphStore):
         wal = Path(self._path + ".wal")
         recovering = wal.exists() and wal.stat().st_size > 0
         try:
-            self._db = kuzu.Database(self._path, read_only=read_only)
+            # Checkpoints are taken by this store (see _maybe_checkpoint), never inside a write.
+            self._db = kuzu.Database(self._path, read_only=read_only, auto_checkpoint=False)
         except RuntimeError as exc:
             msg = str(exc)
             # A writer closing elsewhere checkpoints through a ".shadow" file; opening just
             # then reads it half-written. Both are "busy right now": callers may wait and retry.
-            if "lock" in msg.lower() or ".shadow" in msg:
+            if "lock" in msg.lower() or (".shadow" in msg and _held_elsewhere(self._path)):
                 raise StoreLocked(
                     f"the store {self._path} is open for writing in another process "
                     "(an `ebb mcp` call in progress, or another program): try again in a "
@@ -402,22 +404,30 @@ class KuzuStore(GraphStore):
         # process writes the file, so the copy stays true until a write it sees changes it
         self._supersedes: dict[str, list[str]] | None = None
         self._closed = False
+        self._wal_failed = False
         try:
             self._conn = kuzu.Connection(self._db)
             for ext in ("fts",):
-                self._conn.execute(f"LOAD EXTENSION {ext}")
+                self._exec(f"LOAD EXTENSION {ext}")
             if not read_only:
                 self._ensure_schema()
                 self._ensure_text_index(force=recovering)
-        except _IndexWedged:
+        except StorageError as exc:
             self._abandon()
-            if not rebuild:
+            # StoreFull: nothing to mend, only room to make. Otherwise the store's catalog and
+            # its index storage disagree (after a WAL replayed without the fts extension, e.g.
+            # "Cannot find table catalog entry" when loading it, or a wedged index build).
+            missing_extension = "extension" in str(exc).lower() and "catalog" not in str(exc)
+            if not rebuild or isinstance(exc, StoreFull) or read_only or missing_extension:
                 raise
-            # The one state cleaning up cannot mend (see _drop_text_index): every row is
-            # copied into a new file, which takes the store's place; the old one is kept.
+            # What cleaning up cannot mend (see _drop_text_index): every row is copied into
+            # a new file, which takes the store's place; the old one is kept.
             from .repair import rebuild_in_place
 
-            aside = rebuild_in_place(self._path)
+            try:
+                aside = rebuild_in_place(self._path)
+            except RuntimeError as again:  # the rows cannot be read either
+                raise storage_error(again, self._path, "open") from None
             warnings.warn(
                 f"the store {self._path} was rebuilt from its rows after a crash left its "
                 f"text index unrecoverable; the damaged file is kept at {aside}",
@@ -434,6 +444,9 @@ class KuzuStore(GraphStore):
     def _abandon(self) -> None:
         """Release the engine after a failed open (never raises: the cause is what matters)."""
         self._closed = True
+        if self._wal_failed:  # see close
+            _ABANDONED.append((getattr(self, "_conn", None), self._db))
+            return
         for thing in (getattr(self, "_conn", None), self._db):
             try:
                 if thing is not None:
@@ -466,10 +479,11 @@ class KuzuStore(GraphStore):
         if not solo:
             result = self._run(stmt, params)
         else:
+            self.check_room()
             try:
                 result = self._conn.execute(stmt, dict(params or {}))
             except RuntimeError as exc:
-                raise storage_error(exc, self._path) from None
+                raise self._failed(exc) from None
         assert not isinstance(result, list)
         try:
             return _all(result)
@@ -490,18 +504,67 @@ class KuzuStore(GraphStore):
                     "a statement after a final write_event: that write is already committed"
                 )
             if not self._begun:
+                self.check_room()
                 self._exec("BEGIN TRANSACTION")
                 self._begun = True
         try:
             return self._conn.execute(query, dict(params or {}))
         except RuntimeError as exc:
-            raise storage_error(exc, self._path) from None
+            raise self._failed(exc) from None
+
+    def check_room(self, extra: int = 0) -> None:
+        """Refuse a write (:class:`StoreFull`) unless the disk has room for it and for the
+        checkpoint that folds the WAL into the file.
+
+        Kùzu 0.11.3 cannot survive running out of space while it appends to its WAL: the
+        write fails, its in-memory state is corrupted and the process later aborts
+        (``terminate called after throwing kuzu::common::IOException``), so Ebb never lets a
+        write start without room. ``extra``: bytes the write itself may need beyond 4 MiB.
+        """
+        free, need = self._room(extra)
+        if free < need:
+            raise StoreFull(
+                f"the disk holding the store {self._path} is (nearly) full: {free >> 20} MiB "
+                f"free, a write needs {need >> 20} MiB with its checkpoint. Nothing was "
+                "written; free some space and retry (everything stored so far is kept)",
+                path=self._path,
+            )
+
+    def _room(self, extra: int = 0) -> tuple[int, int]:
+        """(free bytes, bytes a write of ``extra`` bytes and the next checkpoint may need).
+
+        A checkpoint writes the changed column chunks to new pages of the file and copies the
+        pages it changes in place into the ``.shadow`` file, and Kùzu 0.11.3 does not notice
+        when that copy runs out of space: it logs the checkpoint as done and leaves a store it
+        cannot open. Measured on a 20 MB tmpfs: folding 1 MB of WAL from remembers into a 4 MB
+        store grew it by 10.8 MB with a 5.3 MB shadow. So the room kept is the store's size
+        (the most a checkpoint can rewrite) plus 16 times the WAL plus 4 MiB.
+        """
+        try:
+            st = os.statvfs(self._folder)
+            size = os.stat(self._path).st_size
+        except OSError:
+            return 1 << 62, 0
+        free = st.f_bavail * st.f_frsize
+        try:
+            wal = os.stat(self._path + ".wal").st_size
+        except OSError:
+            wal = 0
+        return free, size + 16 * wal + extra + _ROOM
+
+    def _failed(self, exc: RuntimeError) -> StorageError:
+        """The EbbError for a Kùzu error; notes a failed WAL append, after which Kùzu's state
+        in this process cannot be trusted (see ``close``)."""
+        err = storage_error(exc, self._path)
+        if ".wal" in str(exc) and "write" in str(exc).lower():
+            self._wal_failed = True
+        return err
 
     def _exec(self, query: str) -> None:
         try:
             self._conn.execute(query)
         except RuntimeError as exc:
-            raise storage_error(exc, self._path) from None
+            raise self._failed(exc) from None
 
     def _ensure_schema(self) -> None:
         with self._lock:
@@ -558,14 +621,11 @@ class KuzuStore(GraphStore):
             return "building" if state == "building" else "ready"
 
     def _build_text_index(self) -> None:
+        # an allowance of 1.5 KB a memory for the index tables (the whole store takes ~1.5 KB)
+        self.check_room(extra=self._q("MATCH (m:Memory) RETURN count(*)")[0][0] * 1_500)
         self.set_meta(INDEX_STATE, "building")  # committed before anything is dropped
         self._drop_text_index()
-        try:
-            self._create_text_index()
-        except StorageError as exc:
-            if any(w in str(exc) for w in _WEDGED):
-                raise _IndexWedged(str(exc), path=self._path) from None
-            raise
+        self._create_text_index()
         self.set_meta(INDEX_STATE, "ready")
 
     def _has_text_index(self) -> bool:
@@ -631,6 +691,9 @@ class KuzuStore(GraphStore):
         # opened after a kill in between rebuilds it from whatever the load committed.
         with self._lock:
             total = self._q("MATCH (m:Memory) RETURN count(*)")[0][0]
+            # ~1.5 KB a memory on disk with its links and index entries (measured: 50k
+            # memories with 100k links grow the file by ~75 MB), counted 2.7 times
+            self.check_room(extra=rows * 4_000)
             rebuild = rows >= 5000 and rows >= total and not self._depth
             if rebuild:
                 self.set_meta(INDEX_STATE, "building")
@@ -651,6 +714,7 @@ class KuzuStore(GraphStore):
                         # itself is the one to report.
                         if not failed:
                             raise
+                self._maybe_checkpoint()
 
     def _rows(self, query: str) -> list[list[Any]]:
         result = self._run(query)
@@ -683,7 +747,38 @@ class KuzuStore(GraphStore):
             begun, self._depth = self._begun, 0
             self._begun = self._sealed = False
             if begun:
-                self._exec("COMMIT")
+                try:
+                    self._exec("COMMIT")
+                except BaseException:
+                    # Nothing was committed (Kùzu rolls back a failed commit): the in-process
+                    # copies, written through during the transaction, are dropped too.
+                    self._forget_cached()
+                    self._prepared.clear()
+                    with suppress(EbbError):
+                        self._exec("ROLLBACK")
+                    raise
+            self._maybe_checkpoint()
+
+    def _maybe_checkpoint(self) -> None:
+        """Checkpoint once the WAL passes Kùzu's usual threshold (auto-checkpoints are off)...
+
+        With Kùzu's own auto-checkpoint, a checkpoint that fails (a full disk) raised from the
+        write that triggered it although that write had committed: a stored memory reported
+        as not stored. Here a failed checkpoint is not the write's failure: the write is safe in
+        the WAL, and the next checkpoint (or open, once there is room) folds it in.
+        """
+        try:
+            size = os.stat(self._path + ".wal").st_size
+        except OSError:
+            return
+        if size < _ROOM // 4:  # too little to be worth a checkpoint, whatever the room
+            return
+        free, need = self._room()
+        # ... and sooner when room runs low, so that what a write must keep free (see _room)
+        # shrinks back; never without the room the checkpoint itself needs.
+        if size and (size >= _CHECKPOINT_WAL or free < 2 * need) and free >= need:
+            with suppress(StorageError):
+                self._exec("CHECKPOINT")
 
     def _rollback(self, begun: bool = True) -> None:
         self._forget_cached()
@@ -698,7 +793,9 @@ class KuzuStore(GraphStore):
                 raise
         # kuzu 0.11.3 sometimes reports a write-write conflict on the next update of a row the
         # rolled-back transaction had updated; a checkpoint clears the stale version marks.
-        self._exec("CHECKPOINT")
+        # (On a full disk it cannot run; the error that caused the rollback is the one raised.)
+        with suppress(StoreFull):
+            self._exec("CHECKPOINT")
 
     def _forget_cached(self) -> None:
         """Drop every in-process copy of stored data (after a change the copies cannot follow)."""
@@ -713,8 +810,19 @@ class KuzuStore(GraphStore):
                 return
             self._closed = True
             self._prepared.clear()
+            if self._wal_failed:
+                # Closing would flush a WAL Kùzu could not write, which aborts the process.
+                # Everything committed before is on disk; the engine is left to process exit.
+                _ABANDONED.append((self._conn, self._db))
+                return
             self._conn.close()
             self._db.close()
+
+    @property
+    def wal_failed(self) -> bool:
+        """Kùzu failed to append to the WAL in this process (a disk that filled up under
+        another writer): the process should exit soon (see ``close``) and reopen the store."""
+        return self._wal_failed
 
     # -- metadata ------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -1792,6 +1900,9 @@ _SNAPSHOT_AFTER = 64  # rows read one by one before the recall snapshot is taken
 _OFF = ("0", "false", "no", "off")
 _DELTA_OF = {"base_key": "base_delta", "degree": "degree_delta", "key": "key_delta"}
 _PREPARED_MAX = 512  # prepared statements kept (one per query text)
+_CHECKPOINT_WAL = 16 << 20  # WAL bytes that trigger a checkpoint (Kùzu's default threshold)
+_ROOM = 4 << 20  # free bytes every write keeps in hand beyond its WAL's checkpoint
+_ABANDONED: list[Any] = []  # engines not closed after a failed WAL append (see close)
 #: Row columns the recall snapshot keeps as Arrow (the rest are its numpy arrays and lists).
 _BASE_COLUMNS = tuple(c for c in _ROW_KEYS if c not in ("kind", "tier", "key", "pinned"))
 _TIERS = {int(t): t for t in Tier}
@@ -1909,12 +2020,28 @@ def _kinds_param(kinds: Sequence[str]) -> dict[str, Any]:
 _FULL = ("no space left", "disk full", "file too large", "errno 28", "errno 27", "enospc", "efbig")
 
 
-# CREATE_FTS_INDEX's errors when Kùzu's storage still holds an index its catalog has lost.
-_WEDGED = ("already exists", "is not loaded yet")
+def abandoned_engines() -> int:
+    """How many engines this process left unclosed after a failed WAL append (see
+    ``KuzuStore.close``); a process with any should end with ``os._exit``."""
+    return len(_ABANDONED)
 
 
-class _IndexWedged(StorageError):
-    """The text index cannot be rebuilt in this file (see ``_drop_text_index``)."""
+def _held_elsewhere(path: str) -> bool:
+    """Whether another process holds the store's file lock (Kùzu takes a POSIX lock on it)."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    else:
+        return False
+    finally:
+        os.close(fd)
 
 
 class StoreRebuilt(UserWarning):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -89,7 +90,9 @@ def _tokens(text: str | None, stop: set[str]) -> bool:
     return any(t and t not in stop for t in _TOKEN_SPLIT.sub(" ", text.lower()).split(" "))
 
 
-def _open_raw(path: str) -> tuple[Any, Any]:
+def _open_raw(path: str, *, fts: bool = True) -> tuple[Any, Any]:
+    """The raw engine on ``path``; with ``fts``, the extension loaded (which fails on a store
+    whose index storage and catalog disagree: rows are still readable without it)."""
     kuzu = _kuzu.load()
     try:
         db = kuzu.Database(path)
@@ -101,7 +104,8 @@ def _open_raw(path: str) -> tuple[Any, Any]:
             ) from None
         raise
     conn = kuzu.Connection(db)
-    conn.execute("LOAD EXTENSION fts")
+    if fts:
+        conn.execute("LOAD EXTENSION fts")
     return db, conn
 
 
@@ -126,7 +130,7 @@ def diagnose(path: str | Path) -> Report:
     if shadow.exists():
         report.add("shadow", True, f"{shadow} exists: a checkpoint was interrupted; Kùzu redoes it")
     try:
-        db, conn = _open_raw(str(p))
+        db, conn = _open_raw(str(p), fts=False)
     except StoreLocked:
         raise
     except RuntimeError as exc:
@@ -134,6 +138,18 @@ def diagnose(path: str | Path) -> Report:
         return report
     try:
         report.add("opens", True, "Kùzu opens it")
+        try:
+            conn.execute("LOAD EXTENSION fts")
+        except RuntimeError as exc:
+            report.add(
+                "text index",
+                False,
+                f"the full-text extension cannot load its index ({exc}): the rows are "
+                "readable; `ebb repair` (or opening it with Ebb) rebuilds the store from them",
+            )
+            fts_ok = False
+        else:
+            fts_ok = True
         tables = {r[0] for r in _rows(conn, "CALL show_tables() RETURN name")}
         missing = {"Memory", "Link", "Audit", "Meta"} - tables
         report.add(
@@ -161,7 +177,8 @@ def diagnose(path: str | Path) -> Report:
             except RuntimeError as exc:
                 report.add(f"read {name}", False, f"cannot read them: {exc}")
         report.add("rows", True, ", ".join(f"{v} {k}" for k, v in report.counts.items()))
-        _check_index(conn, report, meta.get(INDEX_STATE), FTS_INDEX)
+        if fts_ok:
+            _check_index(conn, report, meta.get(INDEX_STATE), FTS_INDEX)
     finally:
         conn.close()
         db.close()
@@ -240,7 +257,41 @@ def repair(path: str | Path, *, into: str | Path | None = None) -> Report:
             report.checks, report.counts = after.checks, after.counts
             return report
     target = Path(into).expanduser().absolute() if into else _beside(p, "salvaged")
-    salvage(p, target, report)
+    partial = False
+    try:
+        salvage(p, target, report)
+    except RuntimeError as exc:
+        partial = True
+        # Kùzu cannot open the file with its WAL (e.g. a checkpoint that ran out of space
+        # left a truncated .shadow it insists on replaying). The last checkpoint, in the file
+        # alone, is what can still be read: salvage that, and say what it leaves out.
+        wal = Path(f"{p}.wal")
+        wal_size = wal.stat().st_size if wal.exists() else 0
+        report.actions.append(
+            f"Kùzu cannot open it with its WAL ({exc}); salvaging the last checkpoint in the "
+            f"file itself. Changes committed after that checkpoint ({wal_size} bytes of WAL) "
+            "are not in the salvaged store; the original files are kept"
+        )
+        for suffix in ("", ".wal", ".shadow"):
+            Path(f"{target}{suffix}").unlink(missing_ok=True)
+        alone = _beside(p, "checkpoint")
+        shutil.copyfile(p, alone)
+        try:
+            salvage(alone, target, report)
+        finally:
+            for suffix in ("", ".wal", ".shadow"):
+                Path(f"{alone}{suffix}").unlink(missing_ok=True)
+    if partial:
+        # Not a replacement: the original may hold more than Kùzu can read today.
+        report.salvaged_to = str(target)
+        report.add(
+            "wal",
+            False,
+            f"Kùzu cannot replay this store's WAL; {target} holds what its last checkpoint "
+            f"had ({report.counts.get('salvaged Memory', 0)} memories). The original is "
+            "untouched: keep it",
+        )
+        return report
     if into is None:
         aside = _swap_in(p, target)
         report.damaged_copy = str(aside)
@@ -291,7 +342,7 @@ def salvage(src: str | Path, dest: str | Path, report: Report | None = None) -> 
     report = report or Report(str(src))
     if dest.exists():
         raise StorageError(f"{dest} already exists: choose another path to salvage into")
-    db, conn = _open_raw(str(src))
+    db, conn = _open_raw(str(src), fts=False)  # rows only: the index is built anew
     tables: dict[str, Any] = {}
     try:
         for name, query in _TABLES.items():
@@ -306,7 +357,8 @@ def salvage(src: str | Path, dest: str | Path, report: Report | None = None) -> 
         db.close()
     store = KuzuStore(dest)
     try:
-        with store.bulk_load(1 << 62):  # the index is built once, after the copy
+        memories = tables["Memory"].num_rows if "Memory" in tables else 0
+        with store.bulk_load(memories):  # a big copy builds the index once, after it
             for name in ("Memory", "Link", "Audit"):
                 table = tables.get(name)
                 if table is not None and table.num_rows:
@@ -336,7 +388,12 @@ def rebuild_in_place(path: str | Path) -> Path:
     file was kept. Used on open when a kill left the index unrecoverable."""
     p = Path(path)
     target = _beside(p, "rebuilding")
-    salvage(p, target)
+    try:
+        salvage(p, target)
+    except BaseException:
+        for suffix in ("", ".wal", ".shadow"):  # our own unfinished copy, not the store
+            Path(f"{target}{suffix}").unlink(missing_ok=True)
+        raise
     return _swap_in(p, target)
 
 
