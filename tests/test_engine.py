@@ -546,3 +546,22 @@ def test_a_large_neighbour_namespace_does_not_crowd_out_recall(
     # the neighbour sees only its own memories
     big = brain.scoped("big").recall("harbor lantern", k=50, depth=3, reinforce=False)
     assert len(big) == 50 and all(h.id.startswith("note:n") for h in big)
+
+
+def test_memories_lists_in_id_order_with_filters(brain: Brain) -> None:
+    for i in range(4):
+        brain.remember(f"note {i}", id=f"note:n{i}")
+    brain.remember("a decision", kind="decision", id="decision:d")
+    brain.forget("note:n2")
+    brain.scoped("other").remember("not mine", id="note:a")
+    assert [n.id for n in brain.memories()] == ["decision:d", *(f"note:n{i}" for i in range(4))]
+    assert [n.id for n in brain.memories(kinds=["note"], tiers=[Tier.HOT])] == [
+        "note:n0",
+        "note:n1",
+        "note:n3",
+    ]
+    assert [n.id for n in brain.memories(tiers=[4])] == ["note:n2"]
+    assert [n.id for n in brain.memories(limit=2, after="note:n0")] == ["note:n1", "note:n2"]
+    with pytest.raises(InvalidInput) as e:
+        brain.memories(tiers=[7])
+    assert e.value.field == "tiers"

@@ -323,6 +323,125 @@ def neighbors(c: Ctx, id_: str, limit: int, as_json: bool) -> None:
     out.print(t)
 
 
+_TIER_NAMES = {"hot": 1, "warm": 2, "cold": 3, "frozen": 4, "1": 1, "2": 2, "3": 3, "4": 4}
+tier_choice = click.Choice(list(_TIER_NAMES), case_sensitive=False)
+
+
+@main.command("get")
+@click.argument("id_", metavar="ID")
+@json_option
+@pass_ctx
+@handle_errors
+def get_cmd(c: Ctx, id_: str, as_json: bool) -> None:
+    """Show memory ID in full (any tier), without reinforcing it. Also: ebb show ID."""
+    with c.brain() as b:
+        node = b.get(id_)
+        act = b.activation(id_)
+    if as_json:
+        emit_json({**_dump(node), "activation": act})
+        return
+    t = Table(show_header=False, box=None)
+    t.add_column("field", style="bold")
+    t.add_column("value", overflow="fold")
+    t.add_row("id", node.id)
+    t.add_row("kind", node.kind)
+    t.add_row("tier", node.tier.label + (" (pinned)" if node.pinned else ""))
+    if node.review_reason:
+        t.add_row("in review", node.review_reason)
+    t.add_row("activation", f"{act:.3f}")
+    t.add_row("links", str(node.degree))
+    for label, when in (
+        ("created", node.created_at),
+        ("updated", node.updated_at),
+        ("last read", node.last_read_at),
+    ):
+        t.add_row(label, when.isoformat() if when else "-")
+    if node.props:
+        t.add_row("props", json.dumps(node.props, ensure_ascii=False))
+    out.print(t)
+    out.print(node.text, markup=False)
+
+
+main.add_command(get_cmd, "show")
+
+
+@main.command("list")
+@click.option("--kind", "kinds", multiple=True, help="Only these kinds (repeatable).")
+@click.option(
+    "--tier", "tiers", multiple=True, type=tier_choice, help="Only these tiers (repeatable)."
+)
+@click.option("--limit", default=50, show_default=True, help="At most this many.")
+@click.option("--after", help="Start after this id (paging through a long list).")
+@json_option
+@pass_ctx
+@handle_errors
+def list_cmd(
+    c: Ctx,
+    kinds: tuple[str, ...],
+    tiers: tuple[str, ...],
+    limit: int,
+    after: str | None,
+    as_json: bool,
+) -> None:
+    """The namespace's memories in id order (without reinforcing them)."""
+    with c.brain() as b:
+        rows = b.memories(
+            kinds=kinds, tiers=[_TIER_NAMES[t.lower()] for t in tiers], limit=limit, after=after
+        )
+    if as_json:
+        emit_json(rows)
+    elif not rows:
+        out.print("no memories")
+    else:
+        out.print(_node_table(rows))
+        if len(rows) == limit:
+            out.print(f"more after {rows[-1].id}: ebb list --after {rows[-1].id}", markup=False)
+
+
+@main.command()
+@click.option("-k", default=10, show_default=True, help="How many.")
+@click.option("--depth", default=3, show_default=True, help="1 hot, 2 +warm, 3 +cold.")
+@click.option("--kind", "kinds", multiple=True, help="Only these kinds (repeatable).")
+@json_option
+@pass_ctx
+@handle_errors
+def top(c: Ctx, k: int, depth: int, kinds: tuple[str, ...], as_json: bool) -> None:
+    """The most active memories right now (without reinforcing them)."""
+    with c.brain() as b:
+        rows = b.top(k, depth=depth, kinds=kinds)
+        acts = [b.activation(n.id) for n in rows]
+    if as_json:
+        emit_json([{**_dump(n), "activation": a} for n, a in zip(rows, acts, strict=True)])
+        return
+    if not rows:
+        out.print("no memories")
+        return
+    t = Table()
+    for col in ("#", "id", "activation", "tier", "text"):
+        t.add_column(col, overflow="fold")
+    for i, (n, a) in enumerate(zip(rows, acts, strict=True), 1):
+        tier = n.tier.label + (" (pinned)" if n.pinned else "")
+        t.add_row(str(i), n.id, f"{a:.3f}", tier, _short(n.text, 50))
+    out.print(t)
+
+
+@main.command()
+@json_option
+@pass_ctx
+@handle_errors
+def namespaces(c: Ctx, as_json: bool) -> None:
+    """Every namespace in the store."""
+    with c.brain() as b:
+        names = b.namespaces()
+    if as_json:
+        emit_json(names)
+    elif not names:
+        out.print("no namespaces yet (ebb remember TEXT creates one)")
+    else:
+        for name in names:
+            out.print(name, markup=False)
+
+
 @main.command()
 @click.option(
     "--spreading",

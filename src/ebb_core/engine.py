@@ -1019,6 +1019,43 @@ class Brain:
             reference_activation=self._activation(self._ref_key(), self._now_us()),
         )
 
+    def memories(
+        self,
+        *,
+        kinds: Sequence[str] = (),
+        tiers: Sequence[Tier | int] = (),
+        limit: int = 100,
+        after: str | None = None,
+    ) -> list[Node]:
+        """This namespace's memories in id order (any tier unless ``tiers`` says), without
+        reinforcing them: at most ``limit``, starting after the id ``after`` (for paging).
+
+        A listing reads the namespace in id order and stops once it has ``limit``; for the most
+        active memories use :meth:`top`, for the review queue :meth:`review_queue`.
+        """
+        validate_k(limit, "limit", MAX_K * 100)
+        wanted_kinds = {validate_kind(k, "kinds") for k in kinds}
+        try:
+            wanted_tiers = {Tier(int(t)) for t in tiers}
+        except (TypeError, ValueError):
+            raise InvalidInput(
+                f"tiers must be 1 (hot), 2 (warm), 3 (cold) or 4 (frozen), got {list(tiers)!r}",
+                field="tiers",
+            ) from None
+        out: list[Node] = []
+        for batch in self._s.store.scan_nodes(self._ns):
+            for node in batch:
+                if after is not None and node.id <= after:
+                    continue
+                if wanted_kinds and node.kind not in wanted_kinds:
+                    continue
+                if wanted_tiers and node.tier not in wanted_tiers:
+                    continue
+                out.append(node)
+                if len(out) >= limit:
+                    return out
+        return out
+
     # -- maintenance -----------------------------------------------------------------------------
     def maintain(self, *, spreading: str = "default") -> MaintainReport:
         """Re-score every memory exactly, then re-tier: archive what decayed, queue what froze.

@@ -1,0 +1,81 @@
+"""The everyday commands a new user expects (issue 18), through Click's runner on a real store."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ebb_core.cli import main
+
+Run = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Run:
+    db = str(tmp_path / "cli.kuzu")
+    runner = CliRunner()
+
+    def invoke(
+        *args: str, input: str | None = None, namespace: str = "cli"
+    ) -> tuple[int, str, str]:
+        result = runner.invoke(main, ["--db", db, "--namespace", namespace, *args], input=input)
+        return result.exit_code, result.stdout, result.stderr
+
+    return invoke
+
+
+# -- item 2: reading one memory, listing, top, namespaces ----------------------------------------
+def test_get_and_show_print_one_memory_without_reinforcing(run: Run) -> None:
+    run("remember", "Acme renews in March", "--kind", "fact", "--id", "fact:acme")
+    code, out, _ = run("get", "fact:acme", "--json")
+    node = json.loads(out)
+    assert code == 0 and node["id"] == "fact:acme" and node["text"] == "Acme renews in March"
+    assert node["tier"] == 1 and node["activation"] > 0
+    code, out, _ = run("show", "fact:acme")
+    assert code == 0 and "fact:acme" in out and "Acme renews in March" in out and "hot" in out
+    assert json.loads(run("get", "fact:acme", "--json")[1])["last_read_at"] == node["last_read_at"]
+    code, _, err = run("get", "fact:nope")
+    assert code == 2 and "fact:nope" in err
+
+
+def test_list_filters_by_kind_and_tier_and_pages(run: Run) -> None:
+    for i in range(5):
+        run("remember", f"note number {i}", "--id", f"note:n{i}")
+    run("remember", "a decision", "--kind", "decision", "--id", "decision:d")
+    run("forget", "note:n3")
+    code, out, _ = run("list", "--json")
+    assert code == 0 and [n["id"] for n in json.loads(out)] == [
+        "decision:d",
+        *(f"note:n{i}" for i in range(5)),
+    ]
+    code, out, _ = run("list", "--kind", "note", "--tier", "hot", "--json")
+    assert [n["id"] for n in json.loads(out)] == ["note:n0", "note:n1", "note:n2", "note:n4"]
+    code, out, _ = run("list", "--tier", "frozen", "--json")
+    assert [n["id"] for n in json.loads(out)] == ["note:n3"]
+    code, out, _ = run("list", "--limit", "2")
+    assert code == 0 and "decision:d" in out and "ebb list --after note:n0" in out
+    code, out, _ = run("list", "--after", "note:n0", "--limit", "2", "--json")
+    assert [n["id"] for n in json.loads(out)] == ["note:n1", "note:n2"]
+    code, _, err = run("list", "--tier", "lukewarm")
+    assert code == 2 and "lukewarm" in err
+
+
+def test_top_and_namespaces(run: Run) -> None:
+    run("remember", "hub memory", "--id", "note:hub")
+    for i in range(3):
+        run("remember", f"spoke {i}", "--id", f"note:s{i}", "--link", "note:hub")
+    run("remember", "elsewhere", "--id", "note:x", namespace="other")
+    code, out, _ = run("top", "-k", "2", "--json")
+    rows = json.loads(out)
+    assert code == 0 and rows[0]["id"] == "note:hub" and len(rows) == 2
+    assert rows[0]["activation"] >= rows[1]["activation"]
+    code, out, _ = run("top")
+    assert code == 0 and "note:hub" in out and "note:x" not in out
+    code, out, _ = run("namespaces", "--json")
+    assert json.loads(out) == ["cli", "other"]
+    code, out, _ = run("namespaces")
+    assert out.split() == ["cli", "other"]
