@@ -79,3 +79,25 @@ def test_top_and_namespaces(run: Run) -> None:
     assert json.loads(out) == ["cli", "other"]
     code, out, _ = run("namespaces")
     assert out.split() == ["cli", "other"]
+
+
+# -- item 3: long or piped text ------------------------------------------------------------------
+def test_remember_reads_standard_input_and_files(run: Run, tmp_path: Path) -> None:
+    big = "harbor lantern " * 13_000  # 195k characters: over Linux's 128 KiB per argument
+    code, out, _ = run("remember", "-", "--id", "note:piped", input=big)
+    assert code == 0 and "note:piped" in out
+    assert json.loads(run("get", "note:piped", "--json")[1])["text"] == big
+    code, _, err = run("remember", "-", input="x" * 1_000_000)  # over Ebb's own limit
+    assert code == 2 and "the limit is 200,000" in err
+    path = tmp_path / "note.md"
+    path.write_text("# Notes\n\nThe harbor is closed on Sundays.\n", encoding="utf-8")
+    code, out, _ = run("remember", "--file", str(path), "--kind", "fact", "--json")
+    assert code == 0 and json.loads(out)["text"].startswith("# Notes")
+    code, _, err = run("remember", "text", "--file", str(path))
+    assert code == 2 and "not both" in err
+    code, _, err = run("remember", "--file", str(tmp_path / "missing.md"))
+    assert code == 2 and "missing.md" in err
+    code, _, err = run("remember")
+    assert code == 2 and "standard input" in err
+    code, _, err = run("remember", "-", input="   \n")
+    assert code == 2 and "empty" in err

@@ -121,7 +121,13 @@ def _short(text: str, n: int = 80) -> str:
 
 
 @main.command()
-@click.argument("text")
+@click.argument("text", required=False)
+@click.option(
+    "--file",
+    "file_",
+    type=click.Path(dir_okay=False),
+    help="Read the text from this file (UTF-8) instead.",
+)
 @click.option("--kind", default="note", show_default=True, help="Kind of memory.")
 @click.option("--id", "id_", help="Id like kind:slug (generated when omitted).")
 @click.option("--link", "links", multiple=True, help="Id of a memory to link to (repeatable).")
@@ -132,7 +138,8 @@ def _short(text: str, n: int = 80) -> str:
 @handle_errors
 def remember(
     c: Ctx,
-    text: str,
+    text: str | None,
+    file_: str | None,
     kind: str,
     id_: str | None,
     links: tuple[str, ...],
@@ -140,7 +147,8 @@ def remember(
     pin: bool,
     as_json: bool,
 ) -> None:
-    """Store a memory (TEXT) and link it to others."""
+    """Store a memory (TEXT; '-' reads standard input, --file PATH a file) and link it."""
+    text = _memory_text(text, file_)
     try:
         parsed = json.loads(props) if props else None
     except json.JSONDecodeError as exc:
@@ -151,6 +159,33 @@ def remember(
         emit_json(node)
     else:
         out.print(f"remembered {node.id}")
+
+
+def _memory_text(text: str | None, file_: str | None) -> str:
+    """The text to remember: the argument, standard input for '-', or the file's content."""
+    if file_ is not None:
+        if text is not None:
+            raise InvalidInput("give the text or --file, not both", field="text")
+        try:
+            with open(file_, encoding="utf-8") as fh:
+                return fh.read()
+        except FileNotFoundError:
+            raise InvalidInput(f"no such file: {file_}", field="file") from None
+        except UnicodeDecodeError:
+            raise InvalidInput(f"{file_} is not UTF-8 text", field="file") from None
+        except OSError as exc:
+            raise InvalidInput(f"cannot read {file_}: {exc.strerror}", field="file") from None
+    if text == "-":
+        try:
+            return sys.stdin.read()
+        except UnicodeDecodeError:
+            raise InvalidInput("standard input is not UTF-8 text", field="text") from None
+    if text is None:
+        raise InvalidInput(
+            "no text: give it as an argument, '-' to read standard input, or --file PATH",
+            field="text",
+        )
+    return text
 
 
 @main.command()
