@@ -101,3 +101,38 @@ def test_remember_reads_standard_input_and_files(run: Run, tmp_path: Path) -> No
     assert code == 2 and "standard input" in err
     code, _, err = run("remember", "-", input="   \n")
     assert code == 2 and "empty" in err
+
+
+# -- item 5: namespaces on import ----------------------------------------------------------------
+def test_import_goes_where_n_or_into_says(tmp_path: Path) -> None:
+    db, dump = str(tmp_path / "x.kuzu"), str(tmp_path / "src.jsonl")
+    runner = CliRunner()
+
+    def ebb(*args: str) -> tuple[int, str, str]:
+        result = runner.invoke(main, ["--db", db, *args])
+        return result.exit_code, result.stdout, result.stderr
+
+    ebb("-n", "src", "remember", "harbor lantern", "--id", "note:a")
+    assert ebb("-n", "src", "export", dump)[0] == 0
+    code, out, _ = ebb("-n", "big", "import", dump)
+    assert code == 0 and "into namespace 'big'" in out
+    assert [n["id"] for n in json.loads(ebb("-n", "big", "list", "--json")[1])] == ["note:a"]
+    code, out, _ = ebb("import", dump, "--into", "copy")
+    assert code == 0 and "into namespace 'copy'" in out
+    code, _, err = ebb("-n", "big2", "import", dump, "--into", "other")
+    assert code == 2 and "-n 'big2' and --into 'other' disagree" in err
+    assert ebb("-n", "same", "import", dump, "--into", "same")[0] == 0
+    assert json.loads(ebb("namespaces", "--json")[1]) == ["big", "copy", "same", "src"]
+
+
+def test_import_without_n_keeps_the_files_namespaces(tmp_path: Path) -> None:
+    db, dump = str(tmp_path / "x.kuzu"), str(tmp_path / "x.jsonl")
+    runner = CliRunner()
+    env = {"EBB_NAMESPACE": "from-env"}
+    runner.invoke(main, ["--db", db, "-n", "orig", "remember", "x", "--id", "note:x"])
+    runner.invoke(main, ["--db", db, "-n", "orig", "export", dump])
+    db2 = str(tmp_path / "y.kuzu")
+    result = runner.invoke(main, ["--db", db2, "import", dump], env=env)
+    assert result.exit_code == 0 and "the file's own namespaces" in result.stdout
+    names = runner.invoke(main, ["--db", db2, "namespaces", "--json"], env=env).stdout
+    assert json.loads(names) == ["orig"]  # EBB_NAMESPACE is a default, not an instruction

@@ -76,6 +76,9 @@ def emit_json(value: Any) -> None:
 
 
 class Ctx:
+    #: ``-n/--namespace`` was typed on this command line (not taken from EBB_NAMESPACE).
+    namespace_from_flag: bool = False
+
     def __init__(self, db: str | None, backend: str | None, namespace: str | None) -> None:
         self.db, self.backend, self.namespace = db, backend, namespace
 
@@ -101,6 +104,8 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 def main(ctx: click.Context, db: str | None, backend: str | None, namespace: str | None) -> None:
     """Ebb: long-term memory for AI agents, kept as a graph."""
     ctx.obj = Ctx(db, backend, namespace)
+    source = ctx.get_parameter_source("namespace")
+    ctx.obj.namespace_from_flag = source is click.core.ParameterSource.COMMANDLINE
 
 
 pass_ctx = click.make_pass_decorator(Ctx)
@@ -625,8 +630,21 @@ def export(c: Ctx, dest: str, all_namespaces: bool) -> None:
 @pass_ctx
 @handle_errors
 def import_cmd(c: Ctx, src: str, into: str | None, as_json: bool) -> None:
-    """Load an export from SRC (refuses, changing nothing, if an id already exists)."""
+    """Load an export from SRC (refuses, changing nothing, if an id already exists).
+
+    Memories keep the file's namespaces unless --into NS (or `ebb -n NS import`) puts them all
+    in NS.
+    """
     from rich.progress import Progress
+
+    if c.namespace_from_flag:
+        if into is not None and into != c.namespace:
+            raise InvalidInput(
+                f"-n {c.namespace!r} and --into {into!r} disagree: give one of them "
+                "(both mean the namespace every imported memory goes into)",
+                field="into",
+            )
+        into = c.namespace
 
     with c.brain() as b:
         if as_json:
@@ -642,9 +660,11 @@ def import_cmd(c: Ctx, src: str, into: str | None, as_json: bool) -> None:
     if as_json:
         emit_json(counts)
     else:
+        where = f"into namespace {into!r}" if into else "into the file's own namespaces"
         out.print(
             f"imported {counts['nodes']} memories, {counts['edges']} edges, "
-            f"{counts['audit']} audit entries"
+            f"{counts['audit']} audit entries {where}",
+            markup=False,
         )
 
 
