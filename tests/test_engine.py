@@ -264,7 +264,7 @@ def test_errors_name_what_was_wrong(brain: Brain) -> None:
 def test_user_text_is_data_not_query(brain: Brain) -> None:
     nasty = "x'}) MATCH (n) DETACH DELETE n //  \"; DROP TABLE Memory; 🙂 \u202e"
     brain.remember("keep me", id="note:keep")
-    node = brain.remember(nasty, kind="note", id="note:o'brien\"}) //")
+    node = brain.remember(nasty, kind="note", id="note:o'brien\"})//")
     assert brain.get(node.id).text == nasty
     assert brain.recall(nasty)  # searching for it is fine too
     assert brain.get("note:keep").text == "keep me"

@@ -40,6 +40,7 @@ from .model import (
     Tier,
     Why,
     has_control_chars,
+    id_problem,
     is_valid_kind,
     slugify,
 )
@@ -1479,6 +1480,9 @@ def validate_id(id: str) -> str:
             "characters",
             field="id",
         )
+    problem = id_problem(id)
+    if problem:
+        raise InvalidInput(problem, field="id")
     return id
 
 

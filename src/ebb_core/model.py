@@ -200,3 +200,29 @@ def is_valid_kind(kind: str) -> bool:
 
 def has_control_chars(value: str) -> bool:
     return bool(_CONTROL.search(value))
+
+
+_INVISIBLE = {"Cc", "Cf", "Cn", "Co", "Cs", "Zs", "Zl", "Zp"}
+
+
+def id_problem(id: str) -> str | None:
+    """Why ``id`` cannot be a memory id (``None`` when it can): the one rule every interface
+    (API, CLI, MCP, adapters, import) applies. Ids look like ``kind:slug``: no whitespace, and at
+    least one visible character (not only zero-width, format or non-characters)."""
+    if any(c.isspace() or unicodedata.category(c) in ("Zs", "Zl", "Zp") for c in id):
+        hint = "-".join(id.split())
+        return (
+            f"memory id {id[:60]!r} contains whitespace: ids look like 'kind:slug', with '-' "
+            f"between words (e.g. {hint[:60]!r})"
+        )
+    if all(unicodedata.category(c) in _INVISIBLE or _is_noncharacter(c) for c in id):
+        return (
+            f"memory id {id[:60]!r} has no visible characters (only zero-width, format or "
+            "non-characters): ids look like 'kind:slug'"
+        )
+    return None
+
+
+def _is_noncharacter(c: str) -> bool:
+    o = ord(c)
+    return 0xFDD0 <= o <= 0xFDEF or (o & 0xFFFE) == 0xFFFE

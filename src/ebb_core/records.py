@@ -13,7 +13,15 @@ from datetime import datetime
 from typing import Any
 
 from .clock import from_us, to_us
-from .model import MAX_ID_LEN, MAX_TEXT_LEN, Node, Tier, has_control_chars, is_valid_kind
+from .model import (
+    MAX_ID_LEN,
+    MAX_TEXT_LEN,
+    Node,
+    Tier,
+    has_control_chars,
+    id_problem,
+    is_valid_kind,
+)
 
 #: Columns of :meth:`GraphStore.bulk_insert` node batches (times in µs, props as JSON text).
 NODE_COLUMNS = (
@@ -86,6 +94,9 @@ def add_node(cols: Columns, rec: dict[str, Any], namespace: str | None) -> str:
     if reason is not None and not isinstance(reason, str):
         raise ValueError("review_reason must be a string or null")
     node_id = _str(rec, "id")
+    problem = id_problem(node_id)
+    if problem:
+        raise ValueError(problem)
     cols["namespace"].append(namespace or _str(rec, "namespace"))
     cols["id"].append(node_id)
     cols["kind"].append(kind)
@@ -191,6 +202,10 @@ def read_columns(data: bytes, namespace: str | None) -> tuple[Columns, Columns, 
         require(pc.match_substring_regex(nodes["kind"], kind_re))
         require(pc.less_equal(pc.utf8_length(nodes["id"]), MAX_ID_LEN))
         require(pc.invert(pc.match_substring_regex(nodes["id"], ctrl_re)))
+        require(pc.invert(pc.match_substring_regex(nodes["id"], r"[\s\p{Z}]")))
+        unusual = pc.filter(nodes["id"], pc.invert(pc.string_is_ascii(nodes["id"])))
+        if any(id_problem(i) for i in unusual.to_pylist() if i is not None):
+            raise SlowPath("invalid id")  # the line-by-line path names the line
         require(pc.less_equal(pc.utf8_length(nodes["text"]), MAX_TEXT_LEN))
         require(pc.greater(pc.utf8_length(pc.utf8_trim_whitespace(nodes["text"])), 0))
         require(pc.is_in(pc.fill_null(nodes["tier"], 1), value_set=pa.array([1, 2, 3, 4])))
