@@ -136,3 +136,37 @@ def test_import_without_n_keeps_the_files_namespaces(tmp_path: Path) -> None:
     assert result.exit_code == 0 and "the file's own namespaces" in result.stdout
     names = runner.invoke(main, ["--db", db2, "namespaces", "--json"], env=env).stdout
     assert json.loads(names) == ["orig"]  # EBB_NAMESPACE is a default, not an instruction
+
+
+# -- item 7: readable output ---------------------------------------------------------------------
+def test_recall_table_keeps_one_line_per_hit_and_names_a_neighbour_once(tmp_path: Path) -> None:
+    db = str(tmp_path / "t.kuzu")
+    runner = CliRunner()
+
+    def ebb(*args: str) -> str:
+        result = runner.invoke(main, ["--db", db, *args], env={"COLUMNS": "100"})
+        assert result.exit_code == 0, result.stderr
+        return result.stdout
+
+    long = "The cache layer notes mention SQLite and the local cache decision " * 8
+    ebb("remember", "We chose SQLite for the local cache", "--id", "decision:sqlite")
+    ebb("remember", long, "--id", "note:cache", "--link", "decision:sqlite")
+    ebb("connect", "decision:sqlite", "note:cache", "--kind", "mentions")  # a second link
+    table = ebb("recall", "sqlite cache", "--no-reinforce")
+    rows = [line for line in table.splitlines() if line.startswith("│")]
+    assert len(rows) == 2 and all(len(line) <= 100 for line in table.splitlines())
+    assert "decision:sqlite" in rows[0] + rows[1] and "note:cache" in rows[0] + rows[1]
+    assert "--why" in table
+    full = ebb("recall", "sqlite cache", "--no-reinforce", "--why")
+    assert "2 live links to 1 memory (note:cache);" in full
+    assert "note:cache, note:cache" not in full
+    hits = json.loads(ebb("recall", "sqlite cache", "--no-reinforce", "--json"))
+    summary = next(h for h in hits if h["node"]["id"] == "decision:sqlite")["why"]["summary"]
+    assert "2 live links to 1 memory (note:cache)" in summary
+
+
+def test_demo_footer_says_tier_4() -> None:
+    result = CliRunner().invoke(main, ["demo"])
+    assert result.exit_code == 0
+    assert "tier 4 (frozen, waiting for review)" in result.stdout
+    assert "tier [4]" not in result.stdout

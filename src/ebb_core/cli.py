@@ -200,6 +200,7 @@ def _memory_text(text: str | None, file_: str | None) -> str:
 @click.option("--archived", is_flag=True, help="Include cold (archived) memories.")
 @click.option("--kind", "kinds", multiple=True, help="Only these kinds (repeatable).")
 @click.option("--no-reinforce", is_flag=True, help="Look without reinforcing what is returned.")
+@click.option("--why", "full_why", is_flag=True, help="Print each hit's full explanation.")
 @json_option
 @pass_ctx
 @handle_errors
@@ -211,6 +212,7 @@ def recall(
     archived: bool,
     kinds: tuple[str, ...],
     no_reinforce: bool,
+    full_why: bool,
     as_json: bool,
 ) -> None:
     """Find the memories most relevant to QUERY, and why each surfaced."""
@@ -229,19 +231,48 @@ def recall(
     if not hits:
         out.print("no memories matched")
         return
+    # One line per hit (ids fold if the terminal is very narrow); --why or --json for the rest.
     t = Table()
-    for col in ("#", "id", "score", "tier", "text", "why"):
-        t.add_column(col, overflow="fold")
+    fixed = {
+        "#": len(str(len(hits))),
+        "id": min(max(len(h.id) for h in hits), 40),
+        "score": 5,
+        "tier": max(4, *(len(h.node.tier.label) for h in hits)),
+    }
+    rest = max(out.width - sum(fixed.values()) - 3 * 6 - 1, 24)  # borders and padding
+    widths = {**fixed, "text": rest * 3 // 5, "why": rest - rest * 3 // 5}
+    for col, width in widths.items():
+        if col == "id":
+            t.add_column(col, width=width, overflow="fold")
+        else:
+            t.add_column(col, width=width, overflow="ellipsis", no_wrap=True)
     for i, h in enumerate(hits, 1):
         t.add_row(
             str(i),
             h.id,
             f"{h.score:.3f}",
             h.node.tier.label,
-            _short(h.node.text, 50),
-            h.why.summary,
+            _short(h.node.text, widths["text"]),
+            _brief_why(h),
         )
     out.print(t)
+    if full_why:
+        for i, h in enumerate(hits, 1):
+            out.print(f"{i}. {h.id}: {h.why.summary}", markup=False)
+    else:
+        out.print("full reasons: --why (or --json)", style="dim")
+
+
+def _brief_why(hit: Any) -> str:
+    """The why of a hit in a few words: what matched, its live links, when last used."""
+    why = hit.why
+    bits = ["matched " + ", ".join(why.matched_terms) if why.matched_terms else "no text match"]
+    others = list(dict.fromkeys(link.id for link in why.live_links))
+    if others:
+        bits.append(f"{len(others)} linked")
+    if why.last_reinforced_at is not None:
+        bits.append("used " + why.summary.rsplit("last reinforced ", 1)[-1].split(";")[0])
+    return " · ".join(bits)
 
 
 @main.command()

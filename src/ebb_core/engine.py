@@ -1576,8 +1576,13 @@ def _summary(
         f"neighbours {parts.spread:.3f})"
     )
     if links:
-        shown = ", ".join(link.id for link in links[:3])
-        bits.append(f"{len(links)} live link{'s' if len(links) != 1 else ''} ({shown})")
+        # Two links to one neighbour (two kinds, or both directions) name it once.
+        others = list(dict.fromkeys(link.id for link in links))
+        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        count = f"{len(links)} live link{'s' if len(links) != 1 else ''}"
+        if len(others) < len(links):
+            count += f" to {len(others)} memor{'ies' if len(others) != 1 else 'y'}"
+        bits.append(f"{count} ({shown})")
     if last is not None:
         days = max(now_us - to_us(last), 0) / scoring.US_PER_DAY
         bits.append(f"last reinforced {_ago(days)}")
