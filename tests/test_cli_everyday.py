@@ -170,3 +170,14 @@ def test_demo_footer_says_tier_4() -> None:
     assert result.exit_code == 0
     assert "tier 4 (frozen, waiting for review)" in result.stdout
     assert "tier [4]" not in result.stdout
+
+
+# -- item 8: the JSON of a hit -------------------------------------------------------------------
+def test_a_hits_json_has_id_text_kind_and_tier_at_the_top(run: Run) -> None:
+    run("remember", "We bill Acme per resolved ticket", "--kind", "decision", "--id", "decision:b")
+    code, out, _ = run("recall", "bill Acme", "--json")
+    hit = json.loads(out)[0]
+    assert code == 0
+    assert hit["id"] == "decision:b" and hit["kind"] == "decision" and hit["tier"] == 1
+    assert hit["text"] == "We bill Acme per resolved ticket"
+    assert hit["node"]["id"] == hit["id"] and "score" in hit and "why" in hit

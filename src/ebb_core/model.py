@@ -8,7 +8,7 @@ from datetime import datetime
 from enum import IntEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 
 class Tier(IntEnum):
@@ -103,15 +103,35 @@ class Why(_Model):
 
 
 class RecallHit(_Model):
-    """One recall result: the memory, its blended score and why it surfaced."""
+    """One recall result: the memory, its blended score and why it surfaced.
+
+    Its JSON (``model_dump``, ``ebb recall --json``) carries the memory's ``id``, ``text``,
+    ``kind`` and ``tier`` at the top level too, beside ``node`` (the whole memory).
+    """
 
     node: Node
     score: float
     why: Why
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def id(self) -> str:
         return self.node.id
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def text(self) -> str:
+        return self.node.text
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def kind(self) -> str:
+        return self.node.kind
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def tier(self) -> Tier:
+        return self.node.tier
 
 
 class Neighbor(_Model):
