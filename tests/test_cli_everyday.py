@@ -181,3 +181,44 @@ def test_a_hits_json_has_id_text_kind_and_tier_at_the_top(run: Run) -> None:
     assert hit["id"] == "decision:b" and hit["kind"] == "decision" and hit["tier"] == 1
     assert hit["text"] == "We bill Acme per resolved ticket"
     assert hit["node"]["id"] == hit["id"] and "score" in hit and "why" in hit
+
+
+# -- item 9: time --------------------------------------------------------------------------------
+def test_backdated_writes_then_a_dry_run_then_maintain_at_a_time(run: Run) -> None:
+    for i in range(3):
+        run("remember", f"old pricing note {i}", "--id", f"note:old{i}", "--at", "2025-01-01")
+    for i in range(12):
+        run("remember", f"fresh note {i}", "--id", f"note:new{i}", "--at", "2026-05-30T12:00Z")
+    run("connect", "note:new0", "note:new1", "--at", "2026-05-31")
+    code, out, _ = run("reinforce", "note:new2", "--at", "2026-05-31T08:00:00+02:00", "--json")
+    assert code == 0 and json.loads(out)["node"]["last_read_at"] == "2026-05-31T06:00:00Z"
+    old = json.loads(run("get", "note:old0", "--json")[1])
+    assert old["created_at"] == "2025-01-01T00:00:00Z" == old["last_read_at"]
+
+    code, out, _ = run("maintain", "--now", "2026-06-01", "--dry-run", "--json")
+    preview = json.loads(out)
+    assert code == 0 and preview["dry_run"] is True
+    planned = {(m["id"], m["from"], m["to"]) for m in preview["moves"]}
+    assert {(f"note:old{i}", "hot", "frozen") for i in range(3)} <= planned
+    code, out, _ = run("maintain", "--dry-run")
+    assert code == 0 and "nothing was changed" in out and "note:old0" in out
+    assert json.loads(run("review", "--json")[1]) == []  # the dry runs changed nothing
+
+    code, out, _ = run("maintain", "--now", "2026-06-01", "--json")
+    report = json.loads(out)
+    assert code == 0 and sorted(report["newly_queued"]) == ["note:old0", "note:old1", "note:old2"]
+    assert sum(report["moved"].values()) == len(planned)
+    assert [i["id"] for i in json.loads(run("review", "--json")[1])] == [
+        "note:old0",
+        "note:old1",
+        "note:old2",
+    ]
+    log = json.loads(run("log", "--action", "freeze", "--json")[1])
+    assert {e["at"] for e in log} == {"2026-06-01T00:00:00Z"}
+
+
+def test_bad_times_are_refused(run: Run) -> None:
+    code, _, err = run("remember", "x", "--at", "last tuesday")
+    assert code == 2 and "--at 'last tuesday' is not an ISO-8601 time" in err
+    code, _, err = run("maintain", "--now", "soon")
+    assert code == 2 and "--now 'soon'" in err

@@ -565,3 +565,24 @@ def test_memories_lists_in_id_order_with_filters(brain: Brain) -> None:
     with pytest.raises(InvalidInput) as e:
         brain.memories(tiers=[7])
     assert e.value.field == "tiers"
+
+
+def test_maintain_preview_changes_nothing_and_foretells_the_moves(
+    brain: Brain, clock: FixedClock
+) -> None:
+    for i in range(3):
+        brain.remember(f"old {i}", id=f"note:old{i}")
+    clock.advance(days=300)
+    for i in range(10):
+        brain.remember(f"fresh {i}", id=f"note:new{i}")
+    before = io.StringIO()
+    brain.export(before)
+    preview = brain.maintain_preview()
+    after = io.StringIO()
+    brain.export(after)
+    assert after.getvalue() == before.getvalue()
+    assert {(m.node_id, m.to_tier) for m in preview} == {
+        (f"note:old{i}", Tier.FROZEN) for i in range(3)
+    }
+    report = brain.maintain()
+    assert sorted(report.newly_queued) == sorted(m.node_id for m in preview)

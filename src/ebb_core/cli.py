@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any, TypeVar
 
 import click
@@ -20,8 +21,10 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
+from .clock import Clock, FixedClock, as_utc
 from .engine import Brain
 from .errors import EbbError, InvalidInput, NotFound, StoreLocked
+from .model import Tier
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -83,9 +86,11 @@ class Ctx:
         self.db, self.backend, self.namespace = db, backend, namespace
 
     @contextmanager
-    def brain(self) -> Iterator[Brain]:
+    def brain(self, clock: Clock | None = None) -> Iterator[Brain]:
         # An `ebb mcp` server holds the embedded store only during a call: wait those out.
-        brain = Brain.open(self.db, backend=self.backend, namespace=self.namespace, wait=15.0)
+        brain = Brain.open(
+            self.db, backend=self.backend, namespace=self.namespace, wait=15.0, clock=clock
+        )
         try:
             yield brain
         finally:
@@ -93,6 +98,34 @@ class Ctx:
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+
+
+def _when(value: str | None, option: str = "--at") -> datetime | None:
+    """An ISO-8601 time from the command line (``2026-03-02``, ``2026-03-02T09:30:00Z``; no
+    zone means UTC)."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):  # Python 3.10 does not read "Z"
+        text = text[:-1] + "+00:00"
+    try:
+        return as_utc(datetime.fromisoformat(text))
+    except ValueError:
+        raise InvalidInput(
+            f"{option} {value!r} is not an ISO-8601 time (e.g. 2026-03-02 or 2026-03-02T09:30Z)",
+            field=option.lstrip("-"),
+        ) from None
+
+
+def _clock_at(value: str | None, option: str = "--at") -> FixedClock | None:
+    """A clock stopped at ``value``, for a command run as if at that time."""
+    when = _when(value, option)
+    return None if when is None else FixedClock(when)
+
+
+at_option = click.option(
+    "--at", "at", metavar="ISO", help="Do it as of this time (backdating; ISO-8601, UTC default)."
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -138,6 +171,7 @@ def _short(text: str, n: int = 80) -> str:
 @click.option("--link", "links", multiple=True, help="Id of a memory to link to (repeatable).")
 @click.option("--props", help="JSON object of extra properties.")
 @click.option("--pin", is_flag=True, help="Pin it: never archived.")
+@at_option
 @json_option
 @pass_ctx
 @handle_errors
@@ -150,6 +184,7 @@ def remember(
     links: tuple[str, ...],
     props: str | None,
     pin: bool,
+    at: str | None,
     as_json: bool,
 ) -> None:
     """Store a memory (TEXT; '-' reads standard input, --file PATH a file) and link it."""
@@ -158,8 +193,9 @@ def remember(
         parsed = json.loads(props) if props else None
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"--props is not valid JSON: {exc}", field="props") from None
+    when = _when(at)
     with c.brain() as b:
-        node = b.remember(text, kind=kind, id=id_, links=links, props=parsed, pinned=pin)
+        node = b.remember(text, kind=kind, id=id_, links=links, props=parsed, pinned=pin, at=when)
     if as_json:
         emit_json(node)
     else:
@@ -280,12 +316,15 @@ def _brief_why(hit: Any) -> str:
 @click.argument("dst")
 @click.option("--kind", default="related", show_default=True)
 @click.option("--weight", type=float, default=None, help="Edge weight (default 1.0).")
+@at_option
 @json_option
 @pass_ctx
 @handle_errors
-def connect(c: Ctx, src: str, dst: str, kind: str, weight: float | None, as_json: bool) -> None:
+def connect(
+    c: Ctx, src: str, dst: str, kind: str, weight: float | None, at: str | None, as_json: bool
+) -> None:
     """Link SRC to DST (or reinforce that link)."""
-    with c.brain() as b:
+    with c.brain(_clock_at(at)) as b:
         edge = b.connect(src, dst, kind=kind, weight=weight)
     if as_json:
         emit_json(edge)
@@ -296,12 +335,13 @@ def connect(c: Ctx, src: str, dst: str, kind: str, weight: float | None, as_json
 @main.command()
 @click.argument("id_", metavar="ID")
 @click.option("--with", "with_id", help="Only reinforce the link to this memory.")
+@at_option
 @json_option
 @pass_ctx
 @handle_errors
-def reinforce(c: Ctx, id_: str, with_id: str | None, as_json: bool) -> None:
+def reinforce(c: Ctx, id_: str, with_id: str | None, at: str | None, as_json: bool) -> None:
     """Mark memory ID as used: its clocks reset."""
-    with c.brain() as b:
+    with c.brain(_clock_at(at)) as b:
         node = b.reinforce(id_, with_id=with_id)
         act = b.activation(id_)
     if as_json:
@@ -520,12 +560,19 @@ def namespaces(c: Ctx, as_json: bool) -> None:
     show_default=True,
     help="Spreading pass: default, or pagerank where the backend has it.",
 )
+@click.option(
+    "--now", "now", metavar="ISO", help="Run as if it were this time (replaying history)."
+)
+@click.option("--dry-run", is_flag=True, help="Show what would move between tiers; change nothing.")
 @json_option
 @pass_ctx
 @handle_errors
-def maintain(c: Ctx, spreading: str, as_json: bool) -> None:
+def maintain(c: Ctx, spreading: str, now: str | None, dry_run: bool, as_json: bool) -> None:
     """Re-score everything and re-tier: archive what decayed, queue what froze."""
-    with c.brain() as b:
+    if dry_run:
+        _maintain_preview(c, _clock_at(now, "--now"), as_json)
+        return
+    with c.brain(_clock_at(now, "--now")) as b:
         if as_json:
             report = b.maintain(spreading=spreading)
         else:
@@ -539,6 +586,29 @@ def maintain(c: Ctx, spreading: str, as_json: bool) -> None:
         f"scored {report.scanned} memories; moves: {moved}; "
         f"{len(report.newly_queued)} newly queued for review"
     )
+
+
+def _maintain_preview(c: Ctx, clock: Clock | None, as_json: bool) -> None:
+    with c.brain(clock) as b:
+        moves = b.maintain_preview()
+    if as_json:
+        rows = [
+            {"id": m.node_id, "from": m.from_tier.label, "to": m.to_tier.label, "ratio": m.ratio}
+            for m in moves
+        ]
+        emit_json({"dry_run": True, "moves": rows})
+        return
+    if not moves:
+        out.print("dry run: maintain would move nothing")
+        return
+    t = Table(title="dry run: maintain would move (nothing was changed)")
+    for col in ("id", "from", "to", "activation / reference"):
+        t.add_column(col, overflow="fold")
+    for m in moves:
+        t.add_row(m.node_id, m.from_tier.label, m.to_tier.label, f"{m.ratio:.2%}")
+    out.print(t)
+    queued = sum(m.to_tier is Tier.FROZEN for m in moves)
+    out.print(f"{len(moves)} would move; {queued} would wait in the review queue", markup=False)
 
 
 @main.command()

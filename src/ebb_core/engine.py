@@ -45,7 +45,7 @@ from .model import (
     slugify,
 )
 from .scoring import Config
-from .store import Adjustment, GraphStore, Link, Match
+from .store import Adjustment, GraphStore, Link, Match, TierMove
 from .text import STOP_WORDS, matched_terms, query_terms, stem, words
 
 Progress = Callable[[int, int], None]
@@ -1081,6 +1081,22 @@ class Brain:
                 spreading=spreading,
             )
             return self._retier(now_us, scanned, rebased, spreading)
+
+    def maintain_preview(self) -> list[TierMove]:
+        """What :meth:`maintain` would move between tiers now, changing nothing (a dry run).
+
+        Computed from the stored scores against a freshly computed tier reference. Scores are
+        exact for every memory an event touched; a neighbour's one-hop share arrives at
+        ``maintain``, so the real pass can differ at the margins. Tier ratios do not change
+        as time passes by itself (every term decays alike): what moves is what was used, or
+        not, relative to the rest.
+        """
+        cfg, store = self._s.config, self._s.store
+        with self._tx():
+            reference, _ = store.reference_key(self._ns, cfg.reference_quantile)
+            return store.tier_moves(
+                self._ns, reference, cfg.hot_ratio, cfg.warm_ratio, cfg.cold_ratio
+            )
 
     def _retier(self, now_us: int, scanned: int, rebased: bool, spreading: str) -> MaintainReport:
         cfg = self._s.config
