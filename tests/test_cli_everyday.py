@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -222,3 +223,46 @@ def test_bad_times_are_refused(run: Run) -> None:
     assert code == 2 and "--at 'last tuesday' is not an ISO-8601 time" in err
     code, _, err = run("maintain", "--now", "soon")
     assert code == 2 and "--now 'soon'" in err
+
+
+# -- item 10: knowing what Ebb is doing ----------------------------------------------------------
+def test_ebb_log_debug_shows_each_call_its_store_and_timing(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    db = str(tmp_path / "log.kuzu")
+    ebb = [sys.executable, "-m", "ebb_core.cli", "--db", db]
+    quiet = {k: v for k, v in os.environ.items() if k != "EBB_LOG"}
+    first = subprocess.run(
+        [*ebb, "remember", "harbor lantern", "--id", "note:h"],
+        capture_output=True, text=True, env=quiet, timeout=120,
+    )  # fmt: skip
+    assert first.returncode == 0 and first.stderr == ""  # nothing by default
+    logged = subprocess.run(
+        [*ebb, "recall", "harbor"],
+        capture_output=True, text=True, env={**quiet, "EBB_LOG": "debug"}, timeout=120,
+    )  # fmt: skip
+    assert logged.returncode == 0 and "note:h" in logged.stdout
+    lines = [line for line in logged.stderr.splitlines() if " ebb DEBUG " in line]
+    assert len(lines) == 1, logged.stderr
+    assert "recall('harbor'" in lines[0] and f"store=kuzu:{db}" in lines[0]
+    assert "ns=default" in lines[0] and " ms -> 1 item" in lines[0]
+
+
+def test_the_ebb_logger_reports_calls_and_failures(
+    kuzu_brain: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    from ebb_core import NotFound
+
+    caplog.set_level(logging.DEBUG, logger="ebb")
+    kuzu_brain.remember("harbor", id="note:h")
+    with pytest.raises(NotFound):
+        kuzu_brain.get("note:missing")
+    messages = [r.getMessage() for r in caplog.records if r.name == "ebb"]
+    assert messages[0].startswith("remember('harbor', id='note:h') ns=test store=kuzu:")
+    assert messages[0].endswith("-> note:h")
+    assert messages[1].startswith("get('note:missing')") and "-> NotFound:" in messages[1]
+    assert len(messages) == 2  # nested public calls are not logged twice

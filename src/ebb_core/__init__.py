@@ -32,6 +32,13 @@ from .store import GraphStore
 
 __version__ = "0.1.0"
 
+# EBB_LOG=debug: each Brain call, its store and its timing on standard error (see logs.py).
+from .logs import configure_from_env as _configure_logging
+from .logs import instrument as _instrument
+
+_instrument(Brain)
+_configure_logging()
+
 __all__ = [
     "AuditEntry",
     "BackendUnavailable",
