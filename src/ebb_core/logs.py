@@ -22,7 +22,13 @@ logger = logging.getLogger("ebb")
 
 T = TypeVar("T")
 _SKIP = {"open", "scoped", "close"}  # no store work of their own
-_depth = threading.local()
+
+
+class _Depth(threading.local):
+    n = 0  # 1 while a logged call runs on this thread
+
+
+_depth = _Depth()
 
 
 def configure_from_env() -> None:
@@ -61,7 +67,7 @@ def _logged(name: str, fn: Callable[..., T]) -> Callable[..., T]:
     @functools.wraps(fn)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> T:
         # Only the outermost call is logged (public methods call each other).
-        if not logger.isEnabledFor(logging.DEBUG) or getattr(_depth, "n", 0):
+        if not logger.isEnabledFor(logging.DEBUG) or _depth.n:
             return fn(self, *args, **kwargs)
         _depth.n = 1
         start = time.perf_counter()
