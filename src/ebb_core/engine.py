@@ -1229,7 +1229,8 @@ class Brain:
             if '"ebb-export"' in head:
                 _check_header(head)
         except records.SlowPath:
-            node_cols, edge_cols, audits = _parse_lines(lines(), target)
+            defaults = records.Defaults(self._ns, self._now_us())
+            node_cols, edge_cols, audits = _parse_lines(lines(), target, defaults)
         ids_by_ns: dict[str, set[str]] = {}
         for ns, node_id in zip(
             _pylist(node_cols["namespace"]), _pylist(node_cols["id"]), strict=True
@@ -1430,21 +1431,35 @@ def _audit_record(line: str, lineno: int, target: str | None) -> AuditEntry:
 
 
 def _parse_lines(
-    lines: list[str], target: str | None
+    lines: list[str], target: str | None, defaults: records.Defaults | None = None
 ) -> tuple[records.Columns, records.Columns, list[AuditEntry]]:
-    """The per-line reader: slower, handles any props, and names the first bad line."""
+    """The per-line reader: slower, handles any props, and names the first bad line.
+
+    With ``defaults``, hand-written records may leave fields out (only ``text`` is required of a
+    memory, ``src`` and ``dst`` of a link; see the README); a memory without an id gets
+    ``kind:slug`` from its text, unique in the file."""
     node_cols = records.empty(records.NODE_COLUMNS)
     edge_cols = records.empty(records.EDGE_COLUMNS)
     audits: list[AuditEntry] = []
+    unnamed: list[tuple[int, dict[str, Any]]] = []
+    named: set[tuple[str, str]] = set()
     for lineno, line in enumerate(lines, 1):
         try:
             rec = json.loads(line)
             if not isinstance(rec, dict):
                 raise ValueError("a record must be a JSON object")
             kind = rec.pop("type", None)
+            if kind is None and defaults is not None:
+                kind = "edge" if "src" in rec and "text" not in rec else "node"
             if kind == "node":
-                records.add_node(node_cols, rec, target)
+                records.with_defaults(rec, defaults)
+                if "id" not in rec and defaults is not None:
+                    unnamed.append((lineno, rec))  # named once every explicit id is known
+                    continue
+                node_id = records.add_node(node_cols, rec, target)
+                named.add((target or rec["namespace"], node_id))
             elif kind == "edge":
+                records.with_defaults(rec, defaults, edge=True)
                 records.add_edge(edge_cols, rec, target)
             elif kind == "audit":
                 audits.append(_audit_record(line, lineno, target))
@@ -1452,6 +1467,22 @@ def _parse_lines(
                 _check_header(line)
             else:
                 raise ValueError(f"unknown record type {kind!r}")
+        except (ValueError, TypeError) as exc:
+            raise InvalidInput(
+                f"line {lineno} of the import is not valid: {exc}", field="src"
+            ) from None
+    for lineno, rec in unnamed:
+        try:
+            ns, kind, text = str(target or rec.get("namespace")), rec.get("kind"), rec.get("text")
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError("text must be a non-empty string: a memory needs some text")
+            if isinstance(kind, str) and is_valid_kind(kind):
+                base = f"{kind}:{slugify(text)}"
+                rec["id"], n = base, 1
+                while (ns, rec["id"]) in named:
+                    n += 1
+                    rec["id"] = f"{base}-{n}"
+            named.add((ns, records.add_node(node_cols, rec, target)))
         except (ValueError, TypeError) as exc:
             raise InvalidInput(
                 f"line {lineno} of the import is not valid: {exc}", field="src"

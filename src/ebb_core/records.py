@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -77,6 +78,31 @@ def _props(rec: dict[str, Any]) -> str:
     if not isinstance(props, dict):
         raise ValueError("props must be an object")
     return json.dumps(props, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """What a hand-written record may leave out (see the README's import format): the namespace
+    it goes into and the time it counts as written."""
+
+    namespace: str
+    now_us: int
+
+
+def with_defaults(rec: dict[str, Any], defaults: Defaults | None, edge: bool = False) -> None:
+    """Fill the fields a hand-written record may leave out, in place (only missing keys: an
+    explicit ``null`` stays null)."""
+    if defaults is None:
+        return
+    rec.setdefault("namespace", defaults.namespace)
+    if edge:
+        rec.setdefault("created_at", from_us(defaults.now_us).isoformat())
+        rec.setdefault("reinforced_at", rec["created_at"])
+        return
+    rec.setdefault("kind", "note")
+    rec.setdefault("created_at", from_us(defaults.now_us).isoformat())
+    rec.setdefault("updated_at", rec["created_at"])
+    rec.setdefault("last_read_at", rec["updated_at"])  # new knowledge counts as just read
 
 
 def add_node(cols: Columns, rec: dict[str, Any], namespace: str | None) -> str:
