@@ -129,6 +129,20 @@ def queries(count: int, seed: int = 11, vocab_size: int = 20_000) -> list[str]:
     return out
 
 
+def queries_from(
+    texts: list[str], count: int, seed: int = 11, vocab_size: int = 20_000
+) -> list[str]:
+    """Queries of 1-2 words taken from ``texts`` (skipping the 50 commonest words): each one
+    matches at least one of those memories."""
+    common = set(vocabulary(vocab_size, random.Random(7))[:50])
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        picks = [w for w in texts[i % len(texts)].split() if w not in common] or ["none"]
+        out.append(" ".join(rng.sample(picks, min(len(picks), rng.randint(1, 2)))))
+    return out
+
+
 def write_file(path: Path, nodes: int, edges_per_node: float = 5.0) -> tuple[int, int]:
     with open(path, "w", encoding="utf-8") as fh:
         return write_graph(fh, nodes, edges_per_node)

@@ -311,7 +311,7 @@ def test_errors_name_what_was_wrong(brain: Brain) -> None:
 def test_user_text_is_data_not_query(brain: Brain) -> None:
     nasty = "x'}) MATCH (n) DETACH DELETE n //  \"; DROP TABLE Memory; 🙂 \u202e"
     brain.remember("keep me", id="note:keep")
-    node = brain.remember(nasty, kind="note", id="note:o'brien\"}) //")
+    node = brain.remember(nasty, kind="note", id="note:o'brien\"})//")
     assert brain.get(node.id).text == nasty
     assert brain.recall(nasty)  # searching for it is fine too
     assert brain.get("note:keep").text == "keep me"
@@ -697,3 +697,113 @@ def test_recall_reinforces_by_rank(brain: Brain, clock: FixedClock) -> None:
     for r in (1, 2, 3):
         share = 1 / (1 + cfg.reinforce_tail * r)
         assert acts[r] == pytest.approx(old + share * (cfg.read_bonus - old), rel=1e-3)
+
+
+def _neighbour_export(namespace: str, n: int, at: str) -> str:
+    """An export of ``n`` memories in ``namespace`` that share every word of the small one's."""
+    lines = [json.dumps({"type": "ebb-export", "version": 1, "namespaces": [namespace]})]
+    for i in range(n):
+        lines.append(
+            json.dumps(
+                {
+                    "type": "node",
+                    "id": f"note:n{i}",
+                    "namespace": namespace,
+                    "kind": "note" if i % 3 else "decision",
+                    "text": f"harbor lantern ledger tide {i % 7} harbor",
+                    "props": {},
+                    "created_at": at,
+                    "updated_at": at,
+                    "last_read_at": at,
+                    "pinned": False,
+                    "tier": 1 + i % 3,
+                    "review_reason": None,
+                    "queued_at": None,
+                }
+            )
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _small_namespace(brain: Brain, clock: FixedClock) -> None:
+    for i in range(5):
+        brain.remember(f"harbor lantern number {i}", kind="note", id=f"note:lantern-{i}")
+        clock.advance(hours=1)
+    brain.remember("the harbor ledger is audited monthly", kind="decision", id="decision:ledger")
+    brain.remember("tide tables for the harbor", kind="fact", id="fact:tides")
+    brain.remember("a lantern by the ledger", kind="note", id="note:old", links=["note:lantern-0"])
+    brain.store.update_nodes(brain.namespace, {"note:old": {"tier": Tier.COLD}})
+    brain.forget("note:lantern-4", "gone")  # frozen: never recalled, in any namespace
+
+
+_NEIGHBOUR_QUERIES = [
+    ("harbor lantern", {"k": 5}),
+    ("harbor lantern", {"k": 10, "depth": 3}),
+    ("harbor", {"k": 3}),
+    ("ledger tide", {"k": 10, "depth": 3}),
+    ("lantern", {"k": 10, "kinds": ["note"], "include_archived": True}),
+]
+
+
+def _recalls(brain: Brain) -> list[list[str]]:
+    return [[h.id for h in brain.recall(q, reinforce=False, **kw)] for q, kw in _NEIGHBOUR_QUERIES]
+
+
+def test_a_large_neighbour_namespace_does_not_crowd_out_recall(
+    brain: Brain, clock: FixedClock
+) -> None:
+    """Full-text candidates come from the asking namespace only, however large the others are
+    and however many of their memories share its words (issue 10, item 5)."""
+    _small_namespace(brain, clock)
+    alone = _recalls(brain)
+    assert {f"note:lantern-{i}" for i in range(4)} <= set(alone[0])
+    assert all("note:lantern-4" not in ids for ids in alone)  # frozen: never recalled
+    assert set(alone[1]) >= {"note:old", "decision:ledger"}
+    mentioned = [n.id for n in brain.mentioned_in("the harbor ledger and tide tables")]
+    brain.import_(io.StringIO(_neighbour_export("big", 10_000, "2026-01-01T00:00:00Z")))
+    assert brain.scoped("big").stats().nodes == 10_000
+    assert _recalls(brain) == alone
+    assert [n.id for n in brain.mentioned_in("the harbor ledger and tide tables")] == mentioned
+    # the neighbour sees only its own memories
+    big = brain.scoped("big").recall("harbor lantern", k=50, depth=3, reinforce=False)
+    assert len(big) == 50 and all(h.id.startswith("note:n") for h in big)
+
+
+def test_memories_lists_in_id_order_with_filters(brain: Brain) -> None:
+    for i in range(4):
+        brain.remember(f"note {i}", id=f"note:n{i}")
+    brain.remember("a decision", kind="decision", id="decision:d")
+    brain.forget("note:n2")
+    brain.scoped("other").remember("not mine", id="note:a")
+    assert [n.id for n in brain.memories()] == ["decision:d", *(f"note:n{i}" for i in range(4))]
+    assert [n.id for n in brain.memories(kinds=["note"], tiers=[Tier.HOT])] == [
+        "note:n0",
+        "note:n1",
+        "note:n3",
+    ]
+    assert [n.id for n in brain.memories(tiers=[4])] == ["note:n2"]
+    assert [n.id for n in brain.memories(limit=2, after="note:n0")] == ["note:n1", "note:n2"]
+    with pytest.raises(InvalidInput) as e:
+        brain.memories(tiers=[7])
+    assert e.value.field == "tiers"
+
+
+def test_maintain_preview_changes_nothing_and_foretells_the_moves(
+    brain: Brain, clock: FixedClock
+) -> None:
+    for i in range(3):
+        brain.remember(f"old {i}", id=f"note:old{i}")
+    clock.advance(days=300)
+    for i in range(10):
+        brain.remember(f"fresh {i}", id=f"note:new{i}")
+    before = io.StringIO()
+    brain.export(before)
+    preview = brain.maintain_preview()
+    after = io.StringIO()
+    brain.export(after)
+    assert after.getvalue() == before.getvalue()
+    assert {(m.node_id, m.to_tier) for m in preview} == {
+        (f"note:old{i}", Tier.FROZEN) for i in range(3)
+    }
+    report = brain.maintain()
+    assert sorted(report.newly_queued) == sorted(m.node_id for m in preview)

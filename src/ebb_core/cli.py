@@ -14,10 +14,12 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from .clock import Clock, FixedClock, as_utc
 from .errors import (
     EbbError,
     InvalidInput,
@@ -155,13 +157,16 @@ def emit_json(value: Any) -> None:
 
 
 class Ctx:
+    #: ``-n/--namespace`` was typed on this command line (not taken from EBB_NAMESPACE).
+    namespace_from_flag: bool = False
+
     def __init__(self, db: str | None, backend: str | None, namespace: str | None) -> None:
         self.db, self.backend, self.namespace = db, backend, namespace
 
     @contextmanager
-    def brain(self, *, create: bool = True) -> Iterator[Brain]:
-        """The Brain for this command; ``create=False`` (read commands): never create a store,
-        raise :class:`NoStore` where there is none."""
+    def brain(self, clock: Clock | None = None, *, create: bool = True) -> Iterator[Brain]:
+        """The Brain for this command; ``clock``: run as if at another time; ``create=False``
+        (read commands): never create a store, raise :class:`NoStore` where there is none."""
         # A running `ebb mcp` keeps the embedded store open between calls: the open asks it to
         # let go (it does after its current call) and says on stderr what it is waiting for.
         brain = Brain.open(
@@ -171,6 +176,7 @@ class Ctx:
             wait=15.0,
             create=create,
             on_wait=_waiting,
+            clock=clock,
         )
         try:
             yield brain
@@ -183,6 +189,34 @@ def _waiting(message: str) -> None:
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+
+
+def _when(value: str | None, option: str = "--at") -> datetime | None:
+    """An ISO-8601 time from the command line (``2026-03-02``, ``2026-03-02T09:30:00Z``; no
+    zone means UTC)."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):  # Python 3.10 does not read "Z"
+        text = text[:-1] + "+00:00"
+    try:
+        return as_utc(datetime.fromisoformat(text))
+    except ValueError:
+        raise InvalidInput(
+            f"{option} {value!r} is not an ISO-8601 time (e.g. 2026-03-02 or 2026-03-02T09:30Z)",
+            field=option.lstrip("-"),
+        ) from None
+
+
+def _clock_at(value: str | None, option: str = "--at") -> FixedClock | None:
+    """A clock stopped at ``value``, for a command run as if at that time."""
+    when = _when(value, option)
+    return None if when is None else FixedClock(when)
+
+
+at_option = click.option(
+    "--at", "at", metavar="ISO", help="Do it as of this time (backdating; ISO-8601, UTC default)."
+)
 
 
 class _Commands(click.Group):
@@ -239,9 +273,11 @@ class _Commands(click.Group):
 def main(ctx: click.Context, db: str | None, backend: str | None, namespace: str | None) -> None:
     """Ebb: long-term memory for AI agents, kept as a graph."""
     ctx.obj = Ctx(db, backend, namespace)
+    source = ctx.get_parameter_source("namespace")
+    ctx.obj.namespace_from_flag = source is click.core.ParameterSource.COMMANDLINE
     import warnings
 
-    from .kuzu_store import StoreRebuilt
+    from .errors import StoreRebuilt
 
     def show(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
         if issubclass(category, StoreRebuilt):
@@ -271,7 +307,13 @@ def _short(text: str, n: int = 80) -> str:
 
 
 @main.command()
-@click.argument("text")
+@click.argument("text", required=False)
+@click.option(
+    "--file",
+    "file_",
+    type=click.Path(dir_okay=False),
+    help="Read the text from this file (UTF-8) instead.",
+)
 @click.option(
     "--kind", default=None, help="Kind of memory [default: note; an existing memory keeps its own]."
 )
@@ -286,26 +328,32 @@ def _short(text: str, n: int = 80) -> str:
 )
 @click.option("--props", help="JSON object of extra properties.")
 @click.option("--pin", is_flag=True, help="Pin it: never archived.")
+@at_option
 @json_option
 @pass_ctx
 @handle_errors
 def remember(
     c: Ctx,
-    text: str,
+    text: str | None,
+    file_: str | None,
     kind: str | None,
     id_: str | None,
     links: tuple[str, ...],
     supersedes: tuple[str, ...],
     props: str | None,
     pin: bool,
+    at: str | None,
     as_json: bool,
 ) -> None:
-    """Store a memory (TEXT) and link it to others. New text under an existing --id is a new
-    version: the old one is kept (`ebb history ID`)."""
+    """Store a memory (TEXT; '-' reads standard input, --file PATH a file) and link it to
+    others. New text under an existing --id is a new version: the old one is kept (`ebb history
+    ID`)."""
+    text = _memory_text(text, file_)
     try:
         parsed = json.loads(props) if props else None
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"--props is not valid JSON: {exc}", field="props") from None
+    when = _when(at)
     with c.brain() as b:
         node = b.remember(
             text,
@@ -316,11 +364,39 @@ def remember(
             pinned=pin,
             supersedes=supersedes,
             actor="cli",
+            at=when,
         )
     if as_json:
         emit_json(node)
     else:
         out.print(f"remembered {node.id}")
+
+
+def _memory_text(text: str | None, file_: str | None) -> str:
+    """The text to remember: the argument, standard input for '-', or the file's content."""
+    if file_ is not None:
+        if text is not None:
+            raise InvalidInput("give the text or --file, not both", field="text")
+        try:
+            with open(file_, encoding="utf-8") as fh:
+                return fh.read()
+        except FileNotFoundError:
+            raise InvalidInput(f"no such file: {file_}", field="file") from None
+        except UnicodeDecodeError:
+            raise InvalidInput(f"{file_} is not UTF-8 text", field="file") from None
+        except OSError as exc:
+            raise InvalidInput(f"cannot read {file_}: {exc.strerror}", field="file") from None
+    if text == "-":
+        try:
+            return sys.stdin.read()
+        except UnicodeDecodeError:
+            raise InvalidInput("standard input is not UTF-8 text", field="text") from None
+    if text is None:
+        raise InvalidInput(
+            "no text: give it as an argument, '-' to read standard input, or --file PATH",
+            field="text",
+        )
+    return text
 
 
 @main.command()
@@ -335,6 +411,7 @@ def remember(
 @click.option("--archived", is_flag=True, help="Include cold (archived) memories.")
 @click.option("--kind", "kinds", multiple=True, help="Only these kinds (repeatable).")
 @click.option("--no-reinforce", is_flag=True, help="Look without reinforcing what is returned.")
+@click.option("--why", "full_why", is_flag=True, help="Print each hit's full explanation.")
 @json_option
 @pass_ctx
 @handle_errors
@@ -346,6 +423,7 @@ def recall(
     archived: bool,
     kinds: tuple[str, ...],
     no_reinforce: bool,
+    full_why: bool,
     as_json: bool,
 ) -> None:
     """Find the memories most relevant to QUERY, and why each surfaced."""
@@ -364,19 +442,48 @@ def recall(
     if not hits:
         out.print("no memories matched")
         return
+    # One line per hit (ids fold if the terminal is very narrow); --why or --json for the rest.
     t = Table()
-    for col in ("#", "id", "score", "tier", "text", "why"):
-        t.add_column(col, overflow="fold")
+    fixed = {
+        "#": len(str(len(hits))),
+        "id": min(max(len(h.id) for h in hits), 40),
+        "score": 5,
+        "tier": max(4, *(len(h.node.tier.label) for h in hits)),
+    }
+    rest = max(out.width - sum(fixed.values()) - 3 * 6 - 1, 24)  # borders and padding
+    widths = {**fixed, "text": rest * 3 // 5, "why": rest - rest * 3 // 5}
+    for col, width in widths.items():
+        if col == "id":
+            t.add_column(col, width=width, overflow="fold")
+        else:
+            t.add_column(col, width=width, overflow="ellipsis", no_wrap=True)
     for i, h in enumerate(hits, 1):
         t.add_row(
             str(i),
             h.id,
             f"{h.score:.3f}",
             h.node.tier.label,
-            _short(h.node.text, 50),
-            h.why.summary,
+            _short(h.node.text, widths["text"]),
+            _brief_why(h),
         )
     out.print(t)
+    if full_why:
+        for i, h in enumerate(hits, 1):
+            out.print(f"{i}. {h.id}: {h.why.summary}", markup=False)
+    else:
+        out.print("full reasons: --why (or --json)", style="dim")
+
+
+def _brief_why(hit: Any) -> str:
+    """The why of a hit in a few words: what matched, its live links, when last used."""
+    why = hit.why
+    bits = ["matched " + ", ".join(why.matched_terms) if why.matched_terms else "no text match"]
+    others = list(dict.fromkeys(link.id for link in why.live_links))
+    if others:
+        bits.append(f"{len(others)} linked")
+    if why.last_reinforced_at is not None:
+        bits.append("used " + why.summary.rsplit("last reinforced ", 1)[-1].split(";")[0])
+    return " · ".join(bits)
 
 
 @main.command()
@@ -384,12 +491,15 @@ def recall(
 @click.argument("dst")
 @click.option("--kind", default="related", show_default=True)
 @click.option("--weight", type=float, default=None, help="Edge weight (default 1.0).")
+@at_option
 @json_option
 @pass_ctx
 @handle_errors
-def connect(c: Ctx, src: str, dst: str, kind: str, weight: float | None, as_json: bool) -> None:
+def connect(
+    c: Ctx, src: str, dst: str, kind: str, weight: float | None, at: str | None, as_json: bool
+) -> None:
     """Link SRC to DST (or reinforce that link). --kind supersedes: SRC replaces DST."""
-    with c.brain() as b:
+    with c.brain(_clock_at(at)) as b:
         edge = b.connect(src, dst, kind=kind, weight=weight, actor="cli")
     if as_json:
         emit_json(edge)
@@ -421,7 +531,7 @@ def supersede(c: Ctx, old: str, new: str, as_json: bool) -> None:
 @handle_errors
 def history(c: Ctx, id_: str, as_json: bool) -> None:
     """List every version of memory ID's text, oldest first (the last is current)."""
-    with c.brain() as b:
+    with c.brain(create=False) as b:
         versions = b.history(id_)
     if as_json:
         emit_json(versions)
@@ -443,12 +553,13 @@ def history(c: Ctx, id_: str, as_json: bool) -> None:
 @main.command()
 @click.argument("id_", metavar="ID")
 @click.option("--with", "with_id", help="Only reinforce the link to this memory.")
+@at_option
 @json_option
 @pass_ctx
 @handle_errors
-def reinforce(c: Ctx, id_: str, with_id: str | None, as_json: bool) -> None:
+def reinforce(c: Ctx, id_: str, with_id: str | None, at: str | None, as_json: bool) -> None:
     """Mark memory ID as used: its clocks reset."""
-    with c.brain() as b:
+    with c.brain(_clock_at(at)) as b:
         node = b.reinforce(id_, with_id=with_id)
         act = b.activation(id_)
     if as_json:
@@ -541,6 +652,125 @@ def neighbors(c: Ctx, id_: str, limit: int, as_json: bool) -> None:
     out.print(t)
 
 
+_TIER_NAMES = {"hot": 1, "warm": 2, "cold": 3, "frozen": 4, "1": 1, "2": 2, "3": 3, "4": 4}
+tier_choice = click.Choice(list(_TIER_NAMES), case_sensitive=False)
+
+
+@main.command("get")
+@click.argument("id_", metavar="ID")
+@json_option
+@pass_ctx
+@handle_errors
+def get_cmd(c: Ctx, id_: str, as_json: bool) -> None:
+    """Show memory ID in full (any tier), without reinforcing it. Also: ebb show ID."""
+    with c.brain(create=False) as b:
+        node = b.get(id_)
+        act = b.activation(id_)
+    if as_json:
+        emit_json({**_dump(node), "activation": act})
+        return
+    t = Table(show_header=False, box=None)
+    t.add_column("field", style="bold")
+    t.add_column("value", overflow="fold")
+    t.add_row("id", node.id)
+    t.add_row("kind", node.kind)
+    t.add_row("tier", node.tier.label + (" (pinned)" if node.pinned else ""))
+    if node.review_reason:
+        t.add_row("in review", node.review_reason)
+    t.add_row("activation", f"{act:.3f}")
+    t.add_row("links", str(node.degree))
+    for label, when in (
+        ("created", node.created_at),
+        ("updated", node.updated_at),
+        ("last read", node.last_read_at),
+    ):
+        t.add_row(label, when.isoformat() if when else "-")
+    if node.props:
+        t.add_row("props", json.dumps(node.props, ensure_ascii=False))
+    out.print(t)
+    out.print(node.text, markup=False)
+
+
+main.add_command(get_cmd, "show")
+
+
+@main.command("list")
+@click.option("--kind", "kinds", multiple=True, help="Only these kinds (repeatable).")
+@click.option(
+    "--tier", "tiers", multiple=True, type=tier_choice, help="Only these tiers (repeatable)."
+)
+@click.option("--limit", default=50, show_default=True, help="At most this many.")
+@click.option("--after", help="Start after this id (paging through a long list).")
+@json_option
+@pass_ctx
+@handle_errors
+def list_cmd(
+    c: Ctx,
+    kinds: tuple[str, ...],
+    tiers: tuple[str, ...],
+    limit: int,
+    after: str | None,
+    as_json: bool,
+) -> None:
+    """The namespace's memories in id order (without reinforcing them)."""
+    with c.brain(create=False) as b:
+        rows = b.memories(
+            kinds=kinds, tiers=[_TIER_NAMES[t.lower()] for t in tiers], limit=limit, after=after
+        )
+    if as_json:
+        emit_json(rows)
+    elif not rows:
+        out.print("no memories")
+    else:
+        out.print(_node_table(rows))
+        if len(rows) == limit:
+            out.print(f"more after {rows[-1].id}: ebb list --after {rows[-1].id}", markup=False)
+
+
+@main.command()
+@click.option("-k", default=10, show_default=True, help="How many.")
+@click.option("--depth", default=3, show_default=True, help="1 hot, 2 +warm, 3 +cold.")
+@click.option("--kind", "kinds", multiple=True, help="Only these kinds (repeatable).")
+@json_option
+@pass_ctx
+@handle_errors
+def top(c: Ctx, k: int, depth: int, kinds: tuple[str, ...], as_json: bool) -> None:
+    """The most active memories right now (without reinforcing them)."""
+    with c.brain(create=False) as b:
+        rows = b.top(k, depth=depth, kinds=kinds)
+        acts = [b.activation(n.id) for n in rows]
+    if as_json:
+        emit_json([{**_dump(n), "activation": a} for n, a in zip(rows, acts, strict=True)])
+        return
+    if not rows:
+        out.print("no memories")
+        return
+    t = Table()
+    for col in ("#", "id", "activation", "tier", "text"):
+        t.add_column(col, overflow="fold")
+    for i, (n, a) in enumerate(zip(rows, acts, strict=True), 1):
+        tier = n.tier.label + (" (pinned)" if n.pinned else "")
+        t.add_row(str(i), n.id, f"{a:.3f}", tier, _short(n.text, 50))
+    out.print(t)
+
+
+@main.command()
+@json_option
+@pass_ctx
+@handle_errors
+def namespaces(c: Ctx, as_json: bool) -> None:
+    """Every namespace in the store."""
+    with c.brain(create=False) as b:
+        names = b.namespaces()
+    if as_json:
+        emit_json(names)
+    elif not names:
+        out.print("no namespaces yet (ebb remember TEXT creates one)")
+    else:
+        for name in names:
+            out.print(name, markup=False)
+
+
 @main.command()
 @click.option(
     "--spreading",
@@ -548,12 +778,19 @@ def neighbors(c: Ctx, id_: str, limit: int, as_json: bool) -> None:
     show_default=True,
     help="Spreading pass: default, or pagerank where the backend has it.",
 )
+@click.option(
+    "--now", "now", metavar="ISO", help="Run as if it were this time (replaying history)."
+)
+@click.option("--dry-run", is_flag=True, help="Show what would move between tiers; change nothing.")
 @json_option
 @pass_ctx
 @handle_errors
-def maintain(c: Ctx, spreading: str, as_json: bool) -> None:
+def maintain(c: Ctx, spreading: str, now: str | None, dry_run: bool, as_json: bool) -> None:
     """Re-score everything and re-tier: archive what decayed, queue what froze."""
-    with c.brain() as b:
+    if dry_run:
+        _maintain_preview(c, _clock_at(now, "--now"), as_json)
+        return
+    with c.brain(_clock_at(now, "--now")) as b:
         if as_json:
             report = b.maintain(spreading=spreading)
         else:
@@ -567,6 +804,29 @@ def maintain(c: Ctx, spreading: str, as_json: bool) -> None:
         f"scored {report.scanned} memories; moves: {moved}; "
         f"{len(report.newly_queued)} newly queued for review"
     )
+
+
+def _maintain_preview(c: Ctx, clock: Clock | None, as_json: bool) -> None:
+    with c.brain(clock, create=False) as b:
+        moves = b.maintain_preview()
+    if as_json:
+        rows = [
+            {"id": m.node_id, "from": m.from_tier.label, "to": m.to_tier.label, "ratio": m.ratio}
+            for m in moves
+        ]
+        emit_json({"dry_run": True, "moves": rows})
+        return
+    if not moves:
+        out.print("dry run: maintain would move nothing")
+        return
+    t = Table(title="dry run: maintain would move (nothing was changed)")
+    for col in ("id", "from", "to", "activation / reference"):
+        t.add_column(col, overflow="fold")
+    for m in moves:
+        t.add_row(m.node_id, m.from_tier.label, m.to_tier.label, f"{m.ratio:.2%}")
+    out.print(t)
+    queued = sum(m.to_tier == 4 for m in moves)  # tier 4: frozen, queued for review
+    out.print(f"{len(moves)} would move; {queued} would wait in the review queue", markup=False)
 
 
 @main.command()
@@ -689,8 +949,21 @@ def export(c: Ctx, dest: str, all_namespaces: bool) -> None:
 @pass_ctx
 @handle_errors
 def import_cmd(c: Ctx, src: str, into: str | None, as_json: bool) -> None:
-    """Load an export from SRC (refuses, changing nothing, if an id already exists)."""
+    """Load an export from SRC (refuses, changing nothing, if an id already exists).
+
+    Memories keep the file's namespaces unless --into NS (or `ebb -n NS import`) puts them all
+    in NS.
+    """
     from rich.progress import Progress
+
+    if c.namespace_from_flag:
+        if into is not None and into != c.namespace:
+            raise InvalidInput(
+                f"-n {c.namespace!r} and --into {into!r} disagree: give one of them "
+                "(both mean the namespace every imported memory goes into)",
+                field="into",
+            )
+        into = c.namespace
 
     opened: list[Brain] = []
     try:
@@ -721,9 +994,11 @@ def import_cmd(c: Ctx, src: str, into: str | None, as_json: bool) -> None:
     if as_json:
         emit_json(counts)
     else:
+        where = f"into namespace {into!r}" if into else "into the file's own namespaces"
         out.print(
             f"imported {counts['nodes']} memories, {counts['edges']} edges, "
-            f"{counts['audit']} audit entries"
+            f"{counts['audit']} audit entries {where}",
+            markup=False,
         )
 
 

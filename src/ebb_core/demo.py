@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from . import seed
 from .clock import FixedClock
 from .engine import Brain
 from .kuzu_store import KuzuStore
-from .model import Node
+from .model import Node, Tier
 
 
 def ranking(brain: Brain) -> list[dict[str, Any]]:
@@ -90,8 +91,7 @@ def _narrate(brain: Brain, clock: FixedClock, rows: list[dict[str, Any]], c: Con
     top = max(analysis, key=lambda r: r["activation"])
     say(
         f"note:analysis-* (x{len(analysis)}): 1 raw link each, activation ≤ "
-        f"{top['activation']:.3f}, tier {sorted({r['tier'] for r in analysis})} (4 = frozen, "
-        "waiting for human review)\n"
+        f"{top['activation']:.3f}, {_tiers(r['tier'] for r in analysis)}\n"
     )
     by_id = {r["id"]: r for r in rows}
     seat, outcome = by_id["decision:seat-pricing"], by_id["decision:outcome-pricing"]
@@ -144,6 +144,16 @@ def _narrate(brain: Brain, clock: FixedClock, rows: list[dict[str, Any]], c: Con
         '\nTry it yourself: ebb remember "..." ; ebb recall "..." ; ebb review ; '
         "ebb approve ID --by NAME"
     )
+
+
+def _tiers(tiers: Iterable[int]) -> str:
+    """``tier 4 (frozen, waiting for review)``, or ``tiers 3, 4 (cold, frozen)`` for several."""
+    found = sorted(set(tiers))
+    labels = ", ".join(Tier(t).label for t in found)
+    if found == [Tier.FROZEN]:
+        labels += ", waiting for review"
+    word = "tier" if len(found) == 1 else "tiers"
+    return f"{word} {', '.join(str(t) for t in found)} ({labels})"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -22,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from . import logs as _logs
 from . import records, scoring
 from .clock import Clock, SystemClock, as_utc, from_us, to_us
 from .errors import InvalidInput, NotFound
@@ -41,6 +42,7 @@ from .model import (
     Version,
     Why,
     has_control_chars,
+    id_problem,
     is_valid_kind,
     slugify,
 )
@@ -1336,6 +1338,43 @@ class Brain:
             reference_activation=self._activation(self._ref_key(), self._now_us()),
         )
 
+    def memories(
+        self,
+        *,
+        kinds: Sequence[str] = (),
+        tiers: Sequence[Tier | int] = (),
+        limit: int = 100,
+        after: str | None = None,
+    ) -> list[Node]:
+        """This namespace's memories in id order (any tier unless ``tiers`` says), without
+        reinforcing them: at most ``limit``, starting after the id ``after`` (for paging).
+
+        A listing reads the namespace in id order and stops once it has ``limit``; for the most
+        active memories use :meth:`top`, for the review queue :meth:`review_queue`.
+        """
+        validate_k(limit, "limit", MAX_K * 100)
+        wanted_kinds = {validate_kind(k, "kinds") for k in kinds}
+        try:
+            wanted_tiers = {Tier(int(t)) for t in tiers}
+        except (TypeError, ValueError):
+            raise InvalidInput(
+                f"tiers must be 1 (hot), 2 (warm), 3 (cold) or 4 (frozen), got {list(tiers)!r}",
+                field="tiers",
+            ) from None
+        out: list[Node] = []
+        for batch in self._s.store.scan_nodes(self._ns):
+            for node in batch:
+                if after is not None and node.id <= after:
+                    continue
+                if wanted_kinds and node.kind not in wanted_kinds:
+                    continue
+                if wanted_tiers and node.tier not in wanted_tiers:
+                    continue
+                out.append(node)
+                if len(out) >= limit:
+                    return out
+        return out
+
     # -- maintenance -----------------------------------------------------------------------------
     def maintain(self, *, spreading: str = "default") -> MaintainReport:
         """Re-score every memory exactly, then re-tier: archive what decayed, queue what froze.
@@ -1360,6 +1399,22 @@ class Brain:
                 spreading=spreading,
             )
             return self._retier(now_us, scanned, rebased, spreading)
+
+    def maintain_preview(self) -> list[TierMove]:
+        """What :meth:`maintain` would move between tiers now, changing nothing (a dry run).
+
+        Computed from the stored scores against a freshly computed tier reference. Scores are
+        exact for every memory an event touched; a neighbour's one-hop share arrives at
+        ``maintain``, so the real pass can differ at the margins. Tier ratios do not change
+        as time passes by itself (every term decays alike): what moves is what was used, or
+        not, relative to the rest.
+        """
+        cfg, store = self._s.config, self._s.store
+        with self._tx():
+            reference, _ = store.reference_key(self._ns, cfg.reference_quantile)
+            return store.tier_moves(
+                self._ns, reference, cfg.hot_ratio, cfg.warm_ratio, cfg.cold_ratio
+            )
 
     def _retier(self, now_us: int, scanned: int, rebased: bool, spreading: str) -> MaintainReport:
         cfg = self._s.config
@@ -1555,7 +1610,8 @@ class Brain:
             if '"ebb-export"' in head:
                 _check_header(head)
         except records.SlowPath:
-            node_cols, edge_cols, audits = _parse_lines(lines(), target)
+            defaults = records.Defaults(self._ns, self._now_us())
+            node_cols, edge_cols, audits = _parse_lines(lines(), target, defaults)
         ids_by_ns: dict[str, set[str]] = {}
         for ns, node_id in zip(
             _pylist(node_cols["namespace"]), _pylist(node_cols["id"]), strict=True
@@ -1847,21 +1903,35 @@ def _audit_record(line: str, lineno: int, target: str | None) -> AuditEntry:
 
 
 def _parse_lines(
-    lines: list[str], target: str | None
+    lines: list[str], target: str | None, defaults: records.Defaults | None = None
 ) -> tuple[records.Columns, records.Columns, list[AuditEntry]]:
-    """The per-line reader: slower, handles any props, and names the first bad line."""
+    """The per-line reader: slower, handles any props, and names the first bad line.
+
+    With ``defaults``, hand-written records may leave fields out (only ``text`` is required of a
+    memory, ``src`` and ``dst`` of a link; see the README); a memory without an id gets
+    ``kind:slug`` from its text, unique in the file."""
     node_cols = records.empty(records.NODE_COLUMNS)
     edge_cols = records.empty(records.EDGE_COLUMNS)
     audits: list[AuditEntry] = []
+    unnamed: list[tuple[int, dict[str, Any]]] = []
+    named: set[tuple[str, str]] = set()
     for lineno, line in enumerate(lines, 1):
         try:
             rec = json.loads(line)
             if not isinstance(rec, dict):
                 raise ValueError("a record must be a JSON object")
             kind = rec.pop("type", None)
+            if kind is None and defaults is not None:
+                kind = "edge" if "src" in rec and "text" not in rec else "node"
             if kind == "node":
-                records.add_node(node_cols, rec, target)
+                records.with_defaults(rec, defaults)
+                if "id" not in rec and defaults is not None:
+                    unnamed.append((lineno, rec))  # named once every explicit id is known
+                    continue
+                node_id = records.add_node(node_cols, rec, target)
+                named.add((target or rec["namespace"], node_id))
             elif kind == "edge":
+                records.with_defaults(rec, defaults, edge=True)
                 records.add_edge(edge_cols, rec, target)
             elif kind == "audit":
                 audits.append(_audit_record(line, lineno, target))
@@ -1869,6 +1939,22 @@ def _parse_lines(
                 _check_header(line)
             else:
                 raise ValueError(f"unknown record type {kind!r}")
+        except (ValueError, TypeError) as exc:
+            raise InvalidInput(
+                f"line {lineno} of the import is not valid: {exc}", field="src"
+            ) from None
+    for lineno, rec in unnamed:
+        try:
+            ns, kind, text = str(target or rec.get("namespace")), rec.get("kind"), rec.get("text")
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError("text must be a non-empty string: a memory needs some text")
+            if isinstance(kind, str) and is_valid_kind(kind):
+                base = f"{kind}:{slugify(text)}"
+                rec["id"], n = base, 1
+                while (ns, rec["id"]) in named:
+                    n += 1
+                    rec["id"] = f"{base}-{n}"
+            named.add((ns, records.add_node(node_cols, rec, target)))
         except (ValueError, TypeError) as exc:
             raise InvalidInput(
                 f"line {lineno} of the import is not valid: {exc}", field="src"
@@ -1958,6 +2044,9 @@ def validate_id(id: str, *, existing: bool = False) -> str:
             "characters",
             field="id",
         )
+    problem = id_problem(id)
+    if problem:
+        raise InvalidInput(problem, field="id")
     return id
 
 
@@ -2058,8 +2147,13 @@ def _summary(
         f"neighbours {parts.spread:.3f})"
     )
     if links:
-        shown = ", ".join(link.id for link in links[:3])
-        bits.append(f"{len(links)} live link{'s' if len(links) != 1 else ''} ({shown})")
+        # Two links to one neighbour (two kinds, or both directions) name it once.
+        others = list(dict.fromkeys(link.id for link in links))
+        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        count = f"{len(links)} live link{'s' if len(links) != 1 else ''}"
+        if len(others) < len(links):
+            count += f" to {len(others)} memor{'ies' if len(others) != 1 else 'y'}"
+        bits.append(f"{count} ({shown})")
     if last is not None:
         days = max(now_us - to_us(last), 0) / scoring.US_PER_DAY
         bits.append(f"last reinforced {_ago(days)}")
@@ -2073,3 +2167,8 @@ def _ago(days: float) -> str:
     if days < 1:
         return f"{days * 24:.0f}h ago"
     return f"{days:.0f}d ago"
+
+
+# EBB_LOG=debug: each Brain call, its store and its timing on standard error (see logs.py).
+_logs.instrument(Brain)
+_logs.configure_from_env()

@@ -60,3 +60,8 @@ class NoStore(EbbError):
     def __init__(self, message: str, *, path: str | None = None) -> None:
         super().__init__(message)
         self.path = path
+
+
+class StoreRebuilt(UserWarning):
+    """A warning, not an error: a store was rebuilt from its rows on open; the message names
+    the kept original."""

@@ -24,6 +24,7 @@ from .errors import (
     StorageError,
     StoreFull,
     StoreLocked,
+    StoreRebuilt,
 )
 from .model import AuditEntry, Edge, Node, Tier
 from .records import NODE_PROPERTIES, field_value, node_from_row, node_row
@@ -1481,19 +1482,17 @@ class KuzuStore(GraphStore):
     def text_candidates(
         self, namespace: str, query: str, max_tier: Tier, pool: int, kinds: Sequence[str] = ()
     ) -> list[tuple[Node, float]]:
-        rows = self._q(
-            f"CALL QUERY_FTS_INDEX('Memory', '{FTS_INDEX}', $q, TOP := $pool) "
-            f"WITH node AS n, score WHERE n.ns = $ns AND n.tier <= $mt {_kinds_filter(kinds)}"
-            f"RETURN {_node_ret('n')}, score ORDER BY score DESC, n.id",
-            {
-                "q": query,
-                "pool": int(pool),
-                "ns": namespace,
-                "mt": int(max_tier),
-                **_kinds_param(kinds),
-            },
-        )
-        return [(_row_to_node(r), float(r[15])) for r in rows]
+        with self._lock:
+            self._ensure_cache()
+            cache, wanted = self._cache, set(kinds)
+            picked = [
+                (cache.uid[off], score)
+                for off, score in self._namespace_hits(namespace, query, int(pool))
+                if cache.tier[off] <= int(max_tier) and (not wanted or cache.kind[off] in wanted)
+            ]
+            cut = len(namespace) + len(SEP)
+            found = self.get_nodes(namespace, [u[cut:] for u, _ in picked if u is not None])
+            return [(found[u[cut:]], s) for u, s in picked if u is not None and u[cut:] in found]
 
     def _ensure_cache(self) -> None:
         if not self._cache.ready:
@@ -1510,22 +1509,18 @@ class KuzuStore(GraphStore):
     ) -> list[Match]:
         with self._lock:
             self._ensure_cache()
-            rows = self._q(
-                f"CALL QUERY_FTS_INDEX('Memory', '{FTS_INDEX}', $q, TOP := $top) "
-                "RETURN offset(id(node)), score",
-                {"q": query, "top": int(max(4 * pool, 200))},  # filtering comes after TOP
-            )
-            cache, prefix, wanted = self._cache, f"{namespace}{SEP}", set(kinds)
+            cache, cut, wanted = self._cache, len(namespace) + len(SEP), set(kinds)
             out: list[Match] = []
-            for off, score in sorted(rows, key=lambda r: -r[1]):
-                u = cache.uid[off] if off < len(cache.uid) else None
-                if u is None or not u.startswith(prefix) or cache.tier[off] > int(max_tier):
+            # The namespace's own top max(4 × pool, 200), then its tier and kind filters.
+            for off, score in self._namespace_hits(namespace, query, max(4 * pool, 200)):
+                u = cache.uid[off]
+                if u is None or cache.tier[off] > int(max_tier):
                     continue
                 if wanted and cache.kind[off] not in wanted:
                     continue
                 out.append(
                     Match(
-                        u[len(prefix) :],
+                        u[cut:],
                         float(score),
                         float(cache.key[off]),
                         bool(cache.pinned[off]),
@@ -1535,6 +1530,42 @@ class KuzuStore(GraphStore):
                 if len(out) >= pool:
                     break
             return out
+
+    def _namespace_hits(self, namespace: str, query: str, want: int) -> list[tuple[int, float]]:
+        """The ``want`` best full-text hits among ``namespace``'s memories, as (row offset,
+        score), best first (ties by id). Needs the lock and a ready row cache.
+
+        The index is shared by every namespace and Kùzu cannot filter inside its query, so its
+        top is widened until it holds ``want`` of this namespace's memories or has no more
+        matches: what one namespace finds never depends on how large the others are. A store
+        with one namespace (or a query whose best matches are mostly its own) asks once.
+        """
+        import numpy as np
+
+        cache = self._cache
+        code, size = cache.ns_code(namespace), len(cache.uid)
+        top = want
+        while True:
+            rows = self._q(
+                f"CALL QUERY_FTS_INDEX('Memory', '{FTS_INDEX}', $q, TOP := $top) "
+                "RETURN offset(id(node)), score",
+                {"q": query, "top": int(top)},
+            )
+            offs = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+            scores = np.fromiter((r[1] for r in rows), np.float64, len(rows))
+            ours = offs < size  # a row the cache has not seen is a concurrent insert: not ours
+            ours[ours] = cache.ns[offs[ours]] == code
+            found = int(ours.sum())
+            if found >= want or len(rows) < top or top >= size:
+                break
+            # Widen in proportion to this namespace's share of the hits so far (all at once
+            # when it had none), so a crowded query costs two or three index calls, not many.
+            top = size if found == 0 else min(size, max(2 * top, top * 2 * want // found))
+        mine = sorted(
+            zip(offs[ours].tolist(), scores[ours].tolist(), strict=True),
+            key=lambda h: (-h[1], cache.uid[h[0]] or ""),
+        )
+        return mine[:want]
 
     def top_by_key(
         self, namespace: str, max_tier: Tier, limit: int, kinds: Sequence[str] = ()
@@ -2042,10 +2073,6 @@ def _held_elsewhere(path: str) -> bool:
         return False
     finally:
         os.close(fd)
-
-
-class StoreRebuilt(UserWarning):
-    """A store was rebuilt from its rows on open; the message names the kept original."""
 
 
 def storage_error(exc: BaseException, path: str, doing: str = "") -> StorageError:

@@ -8,7 +8,7 @@ from datetime import datetime
 from enum import IntEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 
 class Tier(IntEnum):
@@ -111,15 +111,35 @@ class Why(_Model):
 
 
 class RecallHit(_Model):
-    """One recall result: the memory, its blended score and why it surfaced."""
+    """One recall result: the memory, its blended score and why it surfaced.
+
+    Its JSON (``model_dump``, ``ebb recall --json``) carries the memory's ``id``, ``text``,
+    ``kind`` and ``tier`` at the top level too, beside ``node`` (the whole memory).
+    """
 
     node: Node
     score: float
     why: Why
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def id(self) -> str:
         return self.node.id
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def text(self) -> str:
+        return self.node.text
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def kind(self) -> str:
+        return self.node.kind
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def tier(self) -> Tier:
+        return self.node.tier
 
 
 class Version(_Model):
@@ -226,3 +246,29 @@ def is_valid_kind(kind: str) -> bool:
 
 def has_control_chars(value: str) -> bool:
     return bool(_CONTROL.search(value))
+
+
+_INVISIBLE = {"Cc", "Cf", "Cn", "Co", "Cs", "Zs", "Zl", "Zp"}
+
+
+def id_problem(id: str) -> str | None:
+    """Why ``id`` cannot be a memory id (``None`` when it can): the one rule every interface
+    (API, CLI, MCP, adapters, import) applies. Ids look like ``kind:slug``: no whitespace, and at
+    least one visible character (not only zero-width, format or non-characters)."""
+    if any(c.isspace() or unicodedata.category(c) in ("Zs", "Zl", "Zp") for c in id):
+        hint = "-".join(id.split())
+        return (
+            f"memory id {id[:60]!r} contains whitespace: ids look like 'kind:slug', with '-' "
+            f"between words (e.g. {hint[:60]!r})"
+        )
+    if all(unicodedata.category(c) in _INVISIBLE or _is_noncharacter(c) for c in id):
+        return (
+            f"memory id {id[:60]!r} has no visible characters (only zero-width, format or "
+            "non-characters): ids look like 'kind:slug'"
+        )
+    return None
+
+
+def _is_noncharacter(c: str) -> bool:
+    o = ord(c)
+    return 0xFDD0 <= o <= 0xFDEF or (o & 0xFFFE) == 0xFFFE

@@ -780,10 +780,10 @@ class Neo4jStore(GraphStore):
     def text_matches(
         self, namespace: str, query: str, max_tier: Tier, pool: int, kinds: Sequence[str] = ()
     ) -> list[Match]:
-        # As in Kùzu: the index's top max(4 × pool, 200), filtered, then the best ``pool``.
-        top = max(4 * pool, 200)
+        # As in Kùzu: the namespace's own top max(4 × pool, 200), filtered, then the best ``pool``.
+        want = max(4 * pool, 200)
         rows = self._text(
-            namespace, query, max_tier, top, pool, kinds, "n {.id, .key, .pinned, .tier}"
+            namespace, query, max_tier, want, pool, kinds, "n {.id, .key, .pinned, .tier}"
         )
         return [
             Match(
@@ -821,29 +821,55 @@ class Neo4jStore(GraphStore):
         namespace: str,
         query: str,
         max_tier: Tier,
-        top: int,
+        want: int,
         pool: int,
         kinds: Sequence[str],
         projection: str,
     ) -> list[Any]:
-        """The full-text index's ``top`` hits for ``query``, filtered, best ``pool`` first."""
+        """The namespace's ``want`` best full-text hits for ``query`` (ties by id), filtered by
+        tier and kind, best ``pool`` first.
+
+        The index is shared by every namespace and its query cannot filter by property, so its
+        limit is widened until it holds ``want`` of this namespace's memories or has no more
+        matches: what one namespace finds never depends on how large the others are.
+        """
         lucene = lucene_query(query)
         if not lucene:
             return []
-        return self._read(
-            f"CALL db.index.fulltext.queryNodes('{TEXT_INDEX}', $q, {{limit: $top}}) "
-            "YIELD node, score "
-            f"WITH node AS n, score WHERE n.ns = $ns AND n.tier <= $mt AND {_KINDS} "
-            f"RETURN {projection} AS n, score ORDER BY score DESC, n.id LIMIT $pool",
-            {
-                "q": lucene,
-                "top": int(top),
-                "pool": int(pool),
-                "ns": namespace,
-                "mt": int(max_tier),
-                "kinds": list(kinds),
-            },
-        )
+        top, size = want, None
+        while True:
+            rows = self._read(
+                f"CALL db.index.fulltext.queryNodes('{TEXT_INDEX}', $q, {{limit: $top}}) "
+                "YIELD node, score "
+                "WITH node, score ORDER BY score DESC, node.id "
+                "WITH count(*) AS seen, "
+                "collect(CASE WHEN node.ns = $ns THEN {n: node, score: score} END) AS ours "
+                # One row at least (a null sentinel) so `seen` and `found` always come back.
+                "UNWIND [h IN ours[..$want] WHERE h.n.tier <= $mt AND "
+                "(size($kinds) = 0 OR h.n.kind IN $kinds)][..$pool] + [null] AS h "
+                "WITH seen, size(ours) AS found, h.n AS n, h.score AS score "
+                f"RETURN seen, found, {projection} AS n, score",
+                {
+                    "q": lucene,
+                    "top": int(top),
+                    "want": int(want),
+                    "pool": int(pool),
+                    "ns": namespace,
+                    "mt": int(max_tier),
+                    "kinds": list(kinds),
+                },
+            )
+            seen, found = rows[0]["seen"], rows[0]["found"]
+            if found >= want or seen < top:
+                break
+            if size is None:
+                size = self._read("MATCH (n:Memory) RETURN count(n) AS c")[0]["c"]
+            if top >= size:
+                break
+            # Widen in proportion to this namespace's share of the hits so far (all at once
+            # when it had none), so a crowded query costs two or three index calls, not many.
+            top = size if found == 0 else min(size, max(2 * top, top * 2 * want // found))
+        return [r for r in rows if r["n"] is not None]
 
     def top_by_key(
         self, namespace: str, max_tier: Tier, limit: int, kinds: Sequence[str] = ()

@@ -9,11 +9,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from .clock import from_us, to_us
-from .model import MAX_ID_LEN, MAX_TEXT_LEN, Node, Tier, has_control_chars, is_valid_kind
+from .model import (
+    MAX_ID_LEN,
+    MAX_TEXT_LEN,
+    Node,
+    Tier,
+    has_control_chars,
+    id_problem,
+    is_valid_kind,
+)
 
 #: Columns of :meth:`GraphStore.bulk_insert` node batches (times in µs, props as JSON text).
 NODE_COLUMNS = (
@@ -71,6 +80,31 @@ def _props(rec: dict[str, Any]) -> str:
     return json.dumps(props, sort_keys=True)
 
 
+@dataclass(frozen=True)
+class Defaults:
+    """What a hand-written record may leave out (see the README's import format): the namespace
+    it goes into and the time it counts as written."""
+
+    namespace: str
+    now_us: int
+
+
+def with_defaults(rec: dict[str, Any], defaults: Defaults | None, edge: bool = False) -> None:
+    """Fill the fields a hand-written record may leave out, in place (only missing keys: an
+    explicit ``null`` stays null)."""
+    if defaults is None:
+        return
+    rec.setdefault("namespace", defaults.namespace)
+    if edge:
+        rec.setdefault("created_at", from_us(defaults.now_us).isoformat())
+        rec.setdefault("reinforced_at", rec["created_at"])
+        return
+    rec.setdefault("kind", "note")
+    rec.setdefault("created_at", from_us(defaults.now_us).isoformat())
+    rec.setdefault("updated_at", rec["created_at"])
+    rec.setdefault("last_read_at", rec["updated_at"])  # new knowledge counts as just read
+
+
 def add_node(cols: Columns, rec: dict[str, Any], namespace: str | None) -> str:
     """Validate a node record and append it to ``cols``; returns its id."""
     kind = rec.get("kind")
@@ -86,6 +120,9 @@ def add_node(cols: Columns, rec: dict[str, Any], namespace: str | None) -> str:
     if reason is not None and not isinstance(reason, str):
         raise ValueError("review_reason must be a string or null")
     node_id = _str(rec, "id")
+    problem = id_problem(node_id)
+    if problem:
+        raise ValueError(problem)
     cols["namespace"].append(namespace or _str(rec, "namespace"))
     cols["id"].append(node_id)
     cols["kind"].append(kind)
@@ -191,6 +228,10 @@ def read_columns(data: bytes, namespace: str | None) -> tuple[Columns, Columns, 
         require(pc.match_substring_regex(nodes["kind"], kind_re))
         require(pc.less_equal(pc.utf8_length(nodes["id"]), MAX_ID_LEN))
         require(pc.invert(pc.match_substring_regex(nodes["id"], ctrl_re)))
+        require(pc.invert(pc.match_substring_regex(nodes["id"], r"[\s\p{Z}]")))
+        unusual = pc.filter(nodes["id"], pc.invert(pc.string_is_ascii(nodes["id"])))
+        if any(id_problem(i) for i in unusual.to_pylist() if i is not None):
+            raise SlowPath("invalid id")  # the line-by-line path names the line
         require(pc.less_equal(pc.utf8_length(nodes["text"]), MAX_TEXT_LEN))
         require(pc.greater(pc.utf8_length(pc.utf8_trim_whitespace(nodes["text"])), 0))
         require(pc.is_in(pc.fill_null(nodes["tier"], 1), value_set=pa.array([1, 2, 3, 4])))

@@ -229,7 +229,8 @@ def _check_index(conn: Any, report: Report, state: str | None, name: str) -> Non
 
 def repair(path: str | Path, *, into: str | Path | None = None) -> Report:
     """Mend the store at ``path`` without losing a committed row (see the module docstring)."""
-    from .kuzu_store import KuzuStore, StoreRebuilt
+    from .errors import StoreRebuilt
+    from .kuzu_store import KuzuStore
 
     p = Path(path).expanduser().absolute()
     if not p.exists():

@@ -290,13 +290,19 @@ class GraphStore(ABC):
     def text_candidates(
         self, namespace: str, query: str, max_tier: Tier, pool: int, kinds: Sequence[str] = ()
     ) -> list[tuple[Node, float]]:
-        """Full-text matches (engine index, BM25-like score), at most ``pool`` before filtering."""
+        """Full-text matches (engine index, BM25-like score): ``namespace``'s own best ``pool``,
+        then those with tier ≤ ``max_tier`` (and a kind in ``kinds``), best first.
+
+        Another namespace's memories never take a place among them, however many share the
+        query's words (an index shared by namespaces is searched deeper until it yields enough
+        of this one's, or has no more)."""
 
     def text_matches(
         self, namespace: str, query: str, max_tier: Tier, pool: int, kinds: Sequence[str] = ()
     ) -> list[Match]:
         """Like :meth:`text_candidates` but light: recall blends these and then fetches only
-        the nodes it returns. Backends override it when whole nodes are costly to produce."""
+        the nodes it returns. Backends override it when whole nodes are costly to produce; they
+        then start from the namespace's best ``max(4 × pool, 200)`` before filtering."""
         return [
             Match(n.id, score, n.key, n.pinned)
             for n, score in self.text_candidates(namespace, query, max_tier, pool, kinds)

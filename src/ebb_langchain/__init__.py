@@ -9,6 +9,15 @@ Adapters only translate: every decision (ranking, reinforcement, what forgetting
 made by :class:`ebb_core.Brain`.
 """
 
+try:
+    import langchain_core  # noqa: F401
+    import langgraph  # noqa: F401
+except ImportError as exc:  # exercised by a test that hides the extra
+    raise ImportError(
+        "ebb_langchain needs langchain-core and langgraph: install the extra, "
+        "pip install 'ebb-memory[langchain]' (from a checkout: pip install '.[langchain]')"
+    ) from exc
+
 from ._convert import hit_metadata, hit_to_document
 from .chat_history import EbbChatMessageHistory
 from .retriever import EbbRetriever
