@@ -802,8 +802,17 @@ def test_maintain_preview_changes_nothing_and_foretells_the_moves(
     after = io.StringIO()
     brain.export(after)
     assert after.getvalue() == before.getvalue()
+    # decay alone archives to cold; nothing of these was replaced, so nothing is queued
     assert {(m.node_id, m.to_tier) for m in preview} == {
-        (f"note:old{i}", Tier.FROZEN) for i in range(3)
+        (f"note:old{i}", Tier.COLD) for i in range(3)
     }
     report = brain.maintain()
-    assert sorted(report.newly_queued) == sorted(m.node_id for m in preview)
+    assert report.newly_queued == []
+    assert {i: brain.get(i).tier for i in (f"note:old{j}" for j in range(3))} == {
+        f"note:old{j}": Tier.COLD for j in range(3)
+    }
+    # with a replacement recorded, the preview foretells the freeze as maintain does it
+    brain.remember("fresh pricing replaces the old", id="note:repl", supersedes=["note:old0"])
+    freezes = {m.node_id for m in brain.maintain_preview() if m.to_tier is Tier.FROZEN}
+    assert freezes == {"note:old0"}
+    assert brain.maintain().newly_queued == ["note:old0"]

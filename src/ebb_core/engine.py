@@ -1377,11 +1377,14 @@ class Brain:
 
     # -- maintenance -----------------------------------------------------------------------------
     def maintain(self, *, spreading: str = "default") -> MaintainReport:
-        """Re-score every memory exactly, then re-tier: archive what decayed, queue what froze.
+        """Re-score every memory exactly, then re-tier: archive what decayed, queue what was
+        replaced.
 
-        Nodes below the cold cut-off move to frozen and into the review queue (nothing is
-        deleted). Every move is audited. ``spreading`` other than ``"default"`` asks the backend
-        for another spreading pass (e.g. ``"pagerank"`` on Neo4j with GDS).
+        Nodes below the cold cut-off move to cold; they are frozen and queued for review (nothing
+        is deleted) only when they were superseded, or everything they link to was
+        (``Config.decay_alone_freezes`` queues every memory below the cut-off, as before).
+        Every move is audited. ``spreading`` other than ``"default"`` asks the backend for
+        another spreading pass (e.g. ``"pagerank"`` on Neo4j with GDS).
         """
         cfg, store = self._s.config, self._s.store
         with self._s.lock:
@@ -1412,9 +1415,11 @@ class Brain:
         cfg, store = self._s.config, self._s.store
         with self._tx():
             reference, _ = store.reference_key(self._ns, cfg.reference_quantile)
-            return store.tier_moves(
+            moves = store.tier_moves(
                 self._ns, reference, cfg.hot_ratio, cfg.warm_ratio, cfg.cold_ratio
             )
+            # the same replacement policy maintain applies (decay alone archives, never queues)
+            return self._policy_moves(moves, self._now_us())[0]
 
     def _retier(self, now_us: int, scanned: int, rebased: bool, spreading: str) -> MaintainReport:
         cfg = self._s.config
