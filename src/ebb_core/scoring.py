@@ -105,12 +105,12 @@ class Config:
     warm_ratio: float = 0.08
     cold_ratio: float = 0.02
     reference_quantile: float = 0.99
-    text_weight: float = 0.6
-    activation_weight: float = 0.4
+    text_weight: float = 0.92
+    activation_weight: float = 0.08
     candidate_pool: int = 100
-    warm_prior: float = 0.9
-    cold_prior: float = 0.8
-    spread_share: float = 0.3
+    warm_prior: float = 0.95
+    cold_prior: float = 0.9
+    spread_share: float = 0.5
     spread_sources: int = 10
     spread_link_min: float = 0.0
     superseded_weight: float = 0.5
