@@ -944,8 +944,12 @@ class Brain:
             )
             for i, n in nodes.items()
         }
-        keys = self._adjust(nodes, read=read)
-        self._promote(nodes, keys, caps)
+        # a share too small to move a read clock (already read since) writes nothing
+        moved = {i: at for i, at in read.items() if at != _opt_us(nodes[i].last_read_at)}
+        keys = {i: n.key for i, n in nodes.items()}
+        if moved:
+            keys.update(self._adjust({i: nodes[i] for i in moved}, read=moved))
+        self._promote(nodes, keys, caps)  # use lifts an archived memory even so
 
     def recall(
         self,
@@ -1055,9 +1059,9 @@ class Brain:
             wanted = [i for i in dict.fromkeys(ids) if i not in cands]
             if not wanted:
                 return
-            for i, n in store.get_nodes(self._ns, wanted).items():
-                if n.tier <= max_tier and (not kinds or n.kind in kinds):
-                    cands[i] = _Candidate(i, 0.0, 0.0, n.key, n.pinned, int(n.tier))
+            for m in store.matches_for(self._ns, wanted):
+                if m.tier <= max_tier and (not kinds or m.kind in kinds):
+                    cands[m.id] = _Candidate(m.id, 0.0, 0.0, m.key, m.pinned, m.tier)
 
         # Query-time spreading: one hop from the strongest text matches along live links.
         if has_terms and cfg.spread_share > 0 and cfg.spread_sources > 0:
@@ -1089,7 +1093,25 @@ class Brain:
                 damp = dw / top if top > 0 else 1.0
                 gain = cfg.spread_share * cands[link.node_id].t_norm * damp
                 gains.setdefault(link.other_id, []).append((gain, link.node_id))
-            admit(gains)
+            # A memory that matched no words is worth bringing in only if what it receives
+            # could lift it into the top k (text scores only grow from here).
+            mx0 = self._ref_key() or max(c.key for c in cands.values())
+            floor = (
+                sorted(
+                    (
+                        scoring.blend(c.t_norm, scoring.ratio(c.key, mx0), cfg)
+                        for c in cands.values()
+                    ),
+                    reverse=True,
+                )[min(k, len(cands)) - 1]
+                if len(cands) >= k
+                else 0.0
+            )
+            admit(
+                i
+                for i, got in gains.items()
+                if i in cands or scoring.blend(sum(g for g, _ in got), 1.0, cfg) > floor
+            )
             for i, got in gains.items():
                 if i in cands:
                     got.sort(key=lambda g: (-g[0], g[1]))
