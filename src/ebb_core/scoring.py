@@ -397,10 +397,11 @@ def partial_read_us(share_: float, last_read_us: int | None, now_us: int, cfg: C
     """
     if share_ >= 1.0 or cfg.read_bonus <= 0:
         return now_us
+    if share_ <= 0.0:  # no reinforcement at all
+        return last_read_us if last_read_us is not None else now_us - int(1000 * cfg.half_life_us)
     old = 0.0 if last_read_us is None else decay(now_us - last_read_us, cfg.half_life_us)
     target = old + max(share_, 0.0) * (1.0 - old)  # in units of read_bonus
-    if target <= 0.0:
-        return now_us if last_read_us is None else last_read_us
+    target = max(target, 2.0**-1000)  # a vanishing share: a read clock ~1000 half-lives ago
     at = now_us - int(cfg.half_life_us * math.log2(1.0 / target))
     return at if last_read_us is None else max(at, last_read_us)
 
