@@ -362,7 +362,8 @@ def ratio(key: float, reference: float) -> float:
 
 
 def blend(text_norm: float, activation_norm: float, cfg: Config) -> float:
-    """Recall score: weighted mean of normalised text match and normalised activation, in [0, 1]."""
+    """Recall score: weighted mean of normalised text match and normalised activation, in
+    [0, 1] for inputs in [0, 1] (the text part can exceed 1 when spreading adds to a match)."""
     total = cfg.text_weight + cfg.activation_weight
     return (cfg.text_weight * text_norm + cfg.activation_weight * activation_norm) / total
 
