@@ -5,7 +5,8 @@ For the defaults and a few alternatives (each one change from the defaults) it m
 - LoCoMo R@10 on the whole dev file and on the conversations not used for tuning (``--split``),
   and the worst category's distance to the text index alone;
 - knowledge updates: the worst current-above-stale and current-in-top-5 over depths 1, 2, 3
-  and the default, with and without reinforcement between queries;
+  and the default, with and without reinforcement between queries, and current-above-stale when
+  the replacement is not recorded (what decay and activation do alone);
 - whether the seed demo still ranks outcome-pricing #1 and seat-pricing #3 with the ten
   analysis notes frozen.
 
@@ -66,6 +67,7 @@ def main() -> None:
     convs = sorted(json.loads(Path(args.data).read_text()), key=lambda c: str(c["sample_id"]))
     held_out = {c["sample_id"] for c in convs[args.split :]}
     ku_args = argparse.Namespace(cases=60, fillers=400, seed=11, no_supersede=False)
+    bare_args = argparse.Namespace(cases=60, fillers=400, seed=11, no_supersede=True)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -81,6 +83,7 @@ def main() -> None:
             held = locomo.summarise([r for r in result if r["conv"] in held_out])
             gap = min(whole[g]["r10"] - base[g]["r10"] for g in whole if g != "overall")
             ku = knowledge_update.run(cfg, "kuzu", work, ku_args)
+            ku_bare = knowledge_update.run(cfg, "kuzu", work, bare_args)
             row = {
                 "setting": name,
                 "locomo_r10": whole["overall"]["r10"],
@@ -88,6 +91,7 @@ def main() -> None:
                 "worst_category_vs_text": round(gap, 4),
                 "ku_above_min": min(r["current_above_stale"] for r in ku),
                 "ku_top5_min": min(r["current_in_top5"] for r in ku),
+                "ku_above_min_without_links": min(r["current_above_stale"] for r in ku_bare),
                 "demo_holds": demo_holds(cfg),
             }
             locomo.log(str(row))
@@ -97,14 +101,24 @@ def main() -> None:
         print(json.dumps(out, indent=2))
         return
     print(f"text index alone: LoCoMo R@10 {base['overall']['r10']:.3f}")
-    head = ("setting", "LoCoMo", "held-out", "worst cat.", "KU >stale", "KU @5", "demo")
+    head = (
+        "setting",
+        "LoCoMo",
+        "held-out",
+        "worst cat.",
+        "KU >stale",
+        "KU @5",
+        "KU >stale, no links",
+        "demo",
+    )
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in rows:
         print(
             f"| {r['setting']} | {r['locomo_r10']:.3f} | {r['locomo_r10_held_out']:.3f} | "
             f"{r['worst_category_vs_text']:+.3f} | {r['ku_above_min']:.0%} | "
-            f"{r['ku_top5_min']:.0%} | {'holds' if r['demo_holds'] else 'breaks'} |"
+            f"{r['ku_top5_min']:.0%} | {r['ku_above_min_without_links']:.0%} | "
+            f"{'holds' if r['demo_holds'] else 'breaks'} |"
         )
 
 
