@@ -981,7 +981,8 @@ class Brain:
         ``why`` of every hit gives the parts of its score, the tier it came from and why recall
         reached it, what spread to it and what superseded it. What is returned is reinforced
         (its read clock moves) unless ``reinforce=False``: the top hit fully, the hit at rank r
-        by ``1 / (1 + reinforce_tail · r)`` of a full reinforcement, superseded hits less still.
+        by ``1 / (1 + reinforce_tail · r)`` of a full reinforcement, superseded hits less still,
+        none whose share is below ``reinforce_min_share``.
         """
         if not isinstance(query, str):
             raise InvalidInput("query must be a string", field="query")
@@ -1012,13 +1013,23 @@ class Brain:
                 ]
             if not cands:
                 return []
-            ranked = self._rank(cands, bool(terms), max_tier, set(kinds), k, now_us)[:k]
+            known: dict[str, list[Link]] = {}
+            ranked = self._rank(cands, bool(terms), max_tier, set(kinds), k, now_us, known)[:k]
             found = store.get_nodes(self._ns, [c.id for c in ranked])
             chosen = [(c, found[c.id]) for c in ranked if c.id in found]
             nodes = {n.id: n for _, n in chosen}
+            # the spreading sources' links are known already: read only the others'
+            h = cfg.half_life_us
+            rest = [i for i in nodes if i not in known]
             links = self._s.store.strongest_links(
-                self._ns, list(nodes), now_us, cfg.half_life_us, cfg.live_link_min, 10 * len(nodes)
+                self._ns, rest, now_us, h, cfg.live_link_min, 10 * len(rest)
             )
+            links += [
+                link
+                for i in nodes
+                for link in known.get(i, [])
+                if link.weight * scoring.decay(now_us - link.reinforced_us, h) >= cfg.live_link_min
+            ]
             by_node: dict[str, list[Link]] = {}
             for link in links:
                 by_node.setdefault(link.node_id, []).append(link)
@@ -1031,8 +1042,10 @@ class Brain:
                     * (cfg.superseded_weight if c.superseded_by else 1.0)
                     for rank, (c, n) in enumerate(chosen)
                 }
+                used = {i: n for i, n in nodes.items() if shares[i] >= cfg.reinforce_min_share}
                 caps = {c.id: Tier.WARM for c, _ in chosen if c.superseded_by}
-                self._mark_read(nodes, now_us, shares, caps)
+                if used:
+                    self._mark_read(used, now_us, shares, caps)
             return hits
 
     def _rank(
@@ -1043,8 +1056,10 @@ class Brain:
         kinds: set[str],
         k: int,
         now_us: int,
+        known: dict[str, list[Link]],
     ) -> list[_Candidate]:
-        """Recall's ranking of its text candidates (see :meth:`recall`), best first."""
+        """Recall's ranking of its text candidates (see :meth:`recall`), best first. The links
+        it reads for spreading are left in ``known`` (by memory id) for the explanations."""
         cfg, store = self._s.config, self._s.store
         top_text = max(m.score for m in matches) or 1.0
         cands = {
@@ -1077,6 +1092,11 @@ class Brain:
                 cfg.spread_link_min,
                 16 * len(sources),
             )
+            if len(links) < 16 * len(sources):  # every link of every source
+                for c in sources:
+                    known[c.id] = []
+                for link in links:
+                    known[link.node_id].append(link)
             # A link passes its share damped by its decay relative to the source's strongest
             # link: a stale association of a live memory passes little, and an old
             # conversation's links pass as much as when they were fresh.

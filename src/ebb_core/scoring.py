@@ -81,6 +81,9 @@ class Config:
         reinforce_tail: how much less the tail of a recall is reinforced: the hit at rank r
             (0-based) gets the share ``1 / (1 + reinforce_tail · r)`` of a full reinforcement
             (the top hit always a full one); 0 reinforces every hit fully.
+        reinforce_min_share: hits whose share would be below this are not reinforced at all
+            (each reinforcement is a write: with the default tail, recall reinforces its top
+            five).
         decay_alone_freezes: whether ``maintain`` queues a memory for deletion (frozen) only
             because its activation fell below ``cold_ratio``. Off by default: decay archives
             (cold, still found by recall's fall-through) and a decayed memory is frozen only
@@ -115,6 +118,7 @@ class Config:
     spread_link_min: float = 0.0
     superseded_weight: float = 0.5
     reinforce_tail: float = 1.0
+    reinforce_min_share: float = 0.2
     decay_alone_freezes: bool = False
     live_link_min: float = 0.1
     eager_spreading: bool = False
@@ -148,6 +152,11 @@ class Config:
         _non_negative("spread_share", self.spread_share)
         _non_negative("spread_link_min", self.spread_link_min)
         _non_negative("reinforce_tail", self.reinforce_tail)
+        if not 0.0 <= self.reinforce_min_share <= 1.0:
+            raise InvalidInput(
+                f"reinforce_min_share must be in [0, 1], got {self.reinforce_min_share!r}",
+                field="reinforce_min_share",
+            )
         if self.spread_sources < 0:
             raise InvalidInput("spread_sources must be >= 0", field="spread_sources")
         _non_negative("live_link_min", self.live_link_min)
