@@ -3,9 +3,10 @@
 Session 1 (day 0) tells the agent who the Acme contact is and that Acme renews in March.
 Session 2 (45 days later) is a fresh agent, with no conversation state, on the memory file
 reopened from disk. The user says the renewal moved to June, then asks who the contact is
-(learned in session 1) and when the renewal is: the newer June fact outranks the superseded
-March one, because Ebb ranks by recency-weighted use, not by what was written first. Time is a
-simulated clock, so every run prints the same ranking.
+(learned in session 1) and when the renewal is. Told of the change, the agent looks the old fact
+up and remembers the new one as superseding it, so the June fact outranks the March one because
+it replaced it (the March fact is kept, ranked below, with ``why`` naming its replacement), not
+merely because it is newer. Time is a simulated clock, so every run prints the same ranking.
 
 The agent is ``langchain.agents.create_agent`` with Ebb's tools (remember, recall, connect,
 forget) from ``ebb_langchain.create_ebb_tools``.
@@ -68,19 +69,24 @@ SESSIONS = [
 SYSTEM_PROMPT = (
     "You are an assistant with long-term memory tools: remember, recall, connect and forget. "
     "When the user tells you something worth keeping, call remember with one self-contained "
-    "statement. Before answering a question that may depend on earlier conversations, call "
-    "recall; results come most relevant first, so when memories disagree trust the first. "
+    "statement. When the user changes or corrects something, recall the old memory first and "
+    "remember the new statement with supersedes set to the old memory's id. Before answering a "
+    "question that may depend on earlier conversations, call recall; results come most "
+    "relevant first, so when memories disagree trust the first. "
     "Answer in one short sentence."
 )
 
 _REMEMBER = re.compile(r"\bremember\b\W*(?:that\s+)?(?P<fact>.+)", re.IGNORECASE | re.DOTALL)
-_HIT = re.compile(r"^1\. \[[^\]]+\] \([^)]*\) (?P<text>.+)$", re.MULTILINE)
+_HIT = re.compile(r"^1\. \[(?P<id>[^\]]+)\] \([^)]*\) (?P<text>.+)$", re.MULTILINE)
+_UPDATE = re.compile(r"\b(moved|changed|now|no longer)\b", re.IGNORECASE)
 
 
 class ScriptedFakeChatModel(BaseChatModel):
     """A FAKE chat model for running offline: fixed rules, no language model behind it.
 
-    - a user message asking to "remember ..." -> call ``remember`` with the rest of it;
+    - a user message asking to "remember ..." -> call ``remember`` with the rest of it; when it
+      says something changed ("moved", "now"...), first ``recall`` the old fact, then
+      ``remember`` the new one with ``supersedes`` naming it;
     - a user question (ends with "?") -> call ``recall`` with the question;
     - a tool result -> answer from it (the top recalled memory is quoted verbatim);
     - anything else -> a short acknowledgement.
@@ -105,16 +111,23 @@ class ScriptedFakeChatModel(BaseChatModel):
 
 def _script(messages: Sequence[BaseMessage]) -> AIMessage:
     last = messages[-1]
+    asked = next(m for m in reversed(messages) if isinstance(m, HumanMessage)).text.strip()
+    fact = _REMEMBER.search(asked)
+    text = fact["fact"].strip() if fact else ""
+    text = text[:1].upper() + text[1:]
     if isinstance(last, ToolMessage):
         if last.name == "recall":
             top = _HIT.search(last.text)
+            if fact:  # the old fact was looked up: the new one supersedes it
+                old = [top["id"]] if top else []
+                return _call("remember", text=text, kind="fact", supersedes=old)
             return AIMessage(f"From memory: {top['text']}" if top else "I don't know yet.")
         return AIMessage("Got it, I'll remember that.")
     said = last.text.strip()
-    fact = _REMEMBER.search(said)
+    if fact and _UPDATE.search(text):
+        return _call("recall", query=text, k=1)
     if fact:
-        text = fact["fact"].strip()
-        return _call("remember", text=text[0].upper() + text[1:], kind="fact")
+        return _call("remember", text=text, kind="fact")
     if said.endswith("?"):
         # Only the single best memory: recall reinforces everything it returns.
         return _call("recall", query=said, k=1)

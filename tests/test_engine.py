@@ -817,3 +817,16 @@ def test_maintain_preview_changes_nothing_and_foretells_the_moves(
     report = brain.maintain()
     assert sum(report.moved.values()) == len(planned)
     assert {i: brain.get(i).tier for i in planned} == planned
+
+
+def test_recall_leaves_the_far_tail_unreinforced(brain: Brain, clock: FixedClock) -> None:
+    for i in range(8):
+        brain.remember(f"plum report {'plum ' * (8 - i)}", id=f"note:p{i}")
+    clock.advance(days=10)
+    before = {f"note:p{i}": brain.get(f"note:p{i}").last_read_at for i in range(8)}
+    hits = brain.recall("plum", k=8)
+    cfg = brain.config
+    for rank, h in enumerate(hits):
+        moved = brain.get(h.id).last_read_at != before[h.id]
+        # shares 1, 1/2, ..., 1/5 are written; 1/6 and below are not (a write each)
+        assert moved is (1 / (1 + cfg.reinforce_tail * rank) >= cfg.reinforce_min_share), rank

@@ -280,3 +280,37 @@ def test_remember_tool_supersedes_and_recall_marks_the_outdated(kuzu_brain: Brai
     assert kuzu_brain.get("fact:standup-9").kind == "note"
     (entry,) = kuzu_brain.audit_log(action="supersede")
     assert entry.node_id == "fact:standup-9" and entry.actor == "agent"
+
+
+def langmem_update_policy(messages: list[BaseMessage]) -> AIMessage:
+    """ "Update: <query> -> <new content>" with LangMem's search then manage_memory update."""
+    said, results = since_last_human(messages)
+    if said.startswith("Remember"):
+        if not results:
+            return call("manage_memory", 1, content=said.removeprefix("Remember: "))
+        return AIMessage("Saved.")
+    query, _, content = said.removeprefix("Update: ").partition(" -> ")
+    if not results:
+        return call("search_memory", 1, query=query)
+    if len(results) == 1:
+        found = json.loads(results[0].text)
+        return call("manage_memory", 2, action="update", id=found[0]["key"], content=content)
+    return AIMessage(results[-1].text)
+
+
+def test_langmem_update_keeps_the_old_memory_as_a_version(kuzu_brain: Brain, alice: Brain) -> None:
+    namespace = ("memories", "{langgraph_user_id}")
+    agent = create_agent(
+        ScriptedFakeChatModel(policy=langmem_update_policy),
+        [create_manage_memory_tool(namespace), create_search_memory_tool(namespace)],
+        store=EbbStore(kuzu_brain),
+    )
+    assert ask(agent, "Remember: Alice drinks dark roast coffee") == "Saved."
+    ask(agent, "Update: coffee -> Alice switched to green tea")
+    (hit,) = alice.recall("green tea", reinforce=False)
+    assert hit.node.text == "Alice switched to green tea"
+    assert [v.text for v in alice.history(hit.id)] == [
+        "Alice drinks dark roast coffee",
+        "Alice switched to green tea",
+    ]
+    assert [e.action for e in alice.audit_log(node_id=hit.id)] == ["revise"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -160,3 +161,50 @@ def test_vectorised_tiers_match_tier_for(rows: list[tuple[float, bool]], cuts: l
     pinned = np.array([p for _, p in rows])
     got = sc.tiers_for(ratios, pinned, hot, warm, cold)
     assert got.tolist() == [int(sc.tier_for(r, p, cfg)) for r, p in rows]
+
+
+def test_tier_prior_orders_hot_warm_cold_and_excludes_frozen() -> None:
+    priors = [sc.tier_prior(t, CFG) for t in (Tier.HOT, Tier.WARM, Tier.COLD, Tier.FROZEN)]
+    assert priors == [1.0, CFG.warm_prior, CFG.cold_prior, 0.0]
+    assert priors[0] >= priors[1] >= priors[2] > priors[3]
+
+
+def test_reinforce_share_is_full_at_the_top_and_falls_with_rank() -> None:
+    shares = [sc.reinforce_share(r, CFG) for r in range(10)]
+    assert shares[0] == 1.0
+    assert all(a > b for a, b in itertools.pairwise(shares))
+    flat = Config(reinforce_tail=0.0)
+    assert {sc.reinforce_share(r, flat) for r in range(10)} == {1.0}
+
+
+@given(
+    share=st.floats(min_value=0.0, max_value=1.0),
+    age=st.one_of(st.none(), st.integers(min_value=0, max_value=400 * DAY)),
+)
+def test_partial_read_moves_the_read_term_the_given_share_of_the_way(
+    share: float, age: int | None
+) -> None:
+    now = 10_000 * DAY
+    last = None if age is None else now - age
+    at = sc.partial_read_us(share, last, now, CFG)
+    assert at <= now and (last is None or at >= last)  # never back, never ahead
+    old = 0.0 if last is None else CFG.read_bonus * sc.decay(now - last, H)
+    expected = old + share * (CFG.read_bonus - old)
+    if last is not None and share == 0.0:
+        assert at == last
+    elif expected > 0:
+        assert CFG.read_bonus * sc.decay(now - at, H) == pytest.approx(expected, rel=1e-6)
+
+
+def test_new_config_fields_are_validated() -> None:
+    for bad in (
+        {"warm_prior": 1.5},
+        {"cold_prior": -0.1},
+        {"superseded_weight": 2.0},
+        {"spread_share": -1.0},
+        {"spread_sources": -1},
+        {"reinforce_tail": -0.5},
+    ):
+        with pytest.raises(InvalidInput) as err:
+            Config(**bad)  # type: ignore[arg-type]
+        assert err.value.field == next(iter(bad))

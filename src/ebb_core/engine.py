@@ -954,8 +954,12 @@ class Brain:
             )
             for i, n in nodes.items()
         }
-        keys = self._adjust(nodes, read=read)
-        self._promote(nodes, keys, caps)
+        # a share too small to move a read clock (already read since) writes nothing
+        moved = {i: at for i, at in read.items() if at != _opt_us(nodes[i].last_read_at)}
+        keys = {i: n.key for i, n in nodes.items()}
+        if moved:
+            keys.update(self._adjust({i: nodes[i] for i in moved}, read=moved))
+        self._promote(nodes, keys, caps)  # use lifts an archived memory even so
 
     def recall(
         self,
@@ -987,7 +991,8 @@ class Brain:
         ``why`` of every hit gives the parts of its score, the tier it came from and why recall
         reached it, what spread to it and what superseded it. What is returned is reinforced
         (its read clock moves) unless ``reinforce=False``: the top hit fully, the hit at rank r
-        by ``1 / (1 + reinforce_tail · r)`` of a full reinforcement, superseded hits less still.
+        by ``1 / (1 + reinforce_tail · r)`` of a full reinforcement, superseded hits less still,
+        none whose share is below ``reinforce_min_share``.
         """
         if not isinstance(query, str):
             raise InvalidInput("query must be a string", field="query")
@@ -1018,13 +1023,23 @@ class Brain:
                 ]
             if not cands:
                 return []
-            ranked = self._rank(cands, bool(terms), max_tier, set(kinds), k, now_us)[:k]
+            known: dict[str, list[Link]] = {}
+            ranked = self._rank(cands, bool(terms), max_tier, set(kinds), k, now_us, known)[:k]
             found = store.get_nodes(self._ns, [c.id for c in ranked])
             chosen = [(c, found[c.id]) for c in ranked if c.id in found]
             nodes = {n.id: n for _, n in chosen}
+            # the spreading sources' links are known already: read only the others'
+            h = cfg.half_life_us
+            rest = [i for i in nodes if i not in known]
             links = self._s.store.strongest_links(
-                self._ns, list(nodes), now_us, cfg.half_life_us, cfg.live_link_min, 10 * len(nodes)
+                self._ns, rest, now_us, h, cfg.live_link_min, 10 * len(rest)
             )
+            links += [
+                link
+                for i in nodes
+                for link in known.get(i, [])
+                if link.weight * scoring.decay(now_us - link.reinforced_us, h) >= cfg.live_link_min
+            ]
             by_node: dict[str, list[Link]] = {}
             for link in links:
                 by_node.setdefault(link.node_id, []).append(link)
@@ -1037,8 +1052,10 @@ class Brain:
                     * (cfg.superseded_weight if c.superseded_by else 1.0)
                     for rank, (c, n) in enumerate(chosen)
                 }
+                used = {i: n for i, n in nodes.items() if shares[i] >= cfg.reinforce_min_share}
                 caps = {c.id: Tier.WARM for c, _ in chosen if c.superseded_by}
-                self._mark_read(nodes, now_us, shares, caps)
+                if used:
+                    self._mark_read(used, now_us, shares, caps)
             return hits
 
     def _rank(
@@ -1049,8 +1066,10 @@ class Brain:
         kinds: set[str],
         k: int,
         now_us: int,
+        known: dict[str, list[Link]],
     ) -> list[_Candidate]:
-        """Recall's ranking of its text candidates (see :meth:`recall`), best first."""
+        """Recall's ranking of its text candidates (see :meth:`recall`), best first. The links
+        it reads for spreading are left in ``known`` (by memory id) for the explanations."""
         cfg, store = self._s.config, self._s.store
         top_text = max(m.score for m in matches) or 1.0
         cands = {
@@ -1065,9 +1084,9 @@ class Brain:
             wanted = [i for i in dict.fromkeys(ids) if i not in cands]
             if not wanted:
                 return
-            for i, n in store.get_nodes(self._ns, wanted).items():
-                if n.tier <= max_tier and (not kinds or n.kind in kinds):
-                    cands[i] = _Candidate(i, 0.0, 0.0, n.key, n.pinned, int(n.tier))
+            for m in store.matches_for(self._ns, wanted):
+                if m.tier <= max_tier and (not kinds or m.kind in kinds):
+                    cands[m.id] = _Candidate(m.id, 0.0, 0.0, m.key, m.pinned, m.tier)
 
         # Query-time spreading: one hop from the strongest text matches along live links.
         if has_terms and cfg.spread_share > 0 and cfg.spread_sources > 0:
@@ -1083,6 +1102,11 @@ class Brain:
                 cfg.spread_link_min,
                 16 * len(sources),
             )
+            if len(links) < 16 * len(sources):  # every link of every source
+                for c in sources:
+                    known[c.id] = []
+                for link in links:
+                    known[link.node_id].append(link)
             # A link passes its share damped by its decay relative to the source's strongest
             # link: a stale association of a live memory passes little, and an old
             # conversation's links pass as much as when they were fresh.
@@ -1099,7 +1123,25 @@ class Brain:
                 damp = dw / top if top > 0 else 1.0
                 gain = cfg.spread_share * cands[link.node_id].t_norm * damp
                 gains.setdefault(link.other_id, []).append((gain, link.node_id))
-            admit(gains)
+            # A memory that matched no words is worth bringing in only if what it receives
+            # could lift it into the top k (text scores only grow from here).
+            mx0 = self._ref_key() or max(c.key for c in cands.values())
+            floor = (
+                sorted(
+                    (
+                        scoring.blend(c.t_norm, scoring.ratio(c.key, mx0), cfg)
+                        for c in cands.values()
+                    ),
+                    reverse=True,
+                )[min(k, len(cands)) - 1]
+                if len(cands) >= k
+                else 0.0
+            )
+            admit(
+                i
+                for i, got in gains.items()
+                if i in cands or scoring.blend(sum(g for g, _ in got), 1.0, cfg) > floor
+            )
             for i, got in gains.items():
                 if i in cands:
                     got.sort(key=lambda g: (-g[0], g[1]))

@@ -1342,6 +1342,26 @@ class KuzuStore(GraphStore):
                 )
             self._note_links(edges)
 
+    def matches_for(self, namespace: str, ids: Sequence[str]) -> list[Match]:
+        """From the in-process columns (a node read is ~0.5 ms when its row is not cached)."""
+        with self._lock:
+            self._ensure_cache()
+            cache, prefix, out = self._cache, f"{namespace}{SEP}", []
+            for i in dict.fromkeys(ids):
+                o = cache.offset.get(prefix + i)
+                if o is not None:
+                    out.append(
+                        Match(
+                            i,
+                            0.0,
+                            float(cache.key[o]),
+                            bool(cache.pinned[o]),
+                            int(cache.tier[o]),
+                            cache.kind[o],
+                        )
+                    )
+            return out
+
     def _edges_written(self, edges: Sequence[Edge]) -> None:
         if any(e.kind == SUPERSEDES for e in edges):
             self._supersedes = None  # read again at the next recall

@@ -113,6 +113,8 @@ ones fade into archive tiers (hot → warm → cold) by themselves.
 - When a recalled memory actually helped, `reinforce` it.
 - To read memories whose ids you know, `read` them; to see the context around one (linked
   decisions, people, meetings), `explore` it. Both only look unless you ask them to reinforce.
+- When a fact or decision changed, `remember` the new one with `supersedes` naming the old one:
+  the old memory is kept but ranks below its replacement.
 - If a memory is wrong or obsolete, `forget` it: that only queues it for a person to review.
   You cannot delete anything; a person approves deletions with the `ebb` command line.
 """
@@ -157,8 +159,9 @@ class Memory(_Out):
     text: str
     props: dict[str, Any] = Field(description="Metadata stored with the memory.")
     tier: TierLabel = Field(
-        description="hot: default recall; warm: recall depth 2; cold: archived (recall with "
-        "include_archived); frozen: waiting in the review queue for a person."
+        description="hot: searched first; warm and cold: archived, found when nothing hotter "
+        "matches as well (or with depth 2 / 3); frozen: waiting in the review queue for a "
+        "person, never recalled."
     )
     pinned: bool = Field(description="Pinned memories stay hot and never archive.")
     created_at: datetime

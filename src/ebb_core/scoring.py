@@ -81,6 +81,9 @@ class Config:
         reinforce_tail: how much less the tail of a recall is reinforced: the hit at rank r
             (0-based) gets the share ``1 / (1 + reinforce_tail · r)`` of a full reinforcement
             (the top hit always a full one); 0 reinforces every hit fully.
+        reinforce_min_share: hits whose share would be below this are not reinforced at all
+            (each reinforcement is a write: with the default tail, recall reinforces its top
+            five).
         decay_alone_freezes: whether ``maintain`` queues a memory for deletion (frozen) only
             because its activation fell below ``cold_ratio``. Off by default: decay archives
             (cold, still found by recall's fall-through) and a decayed memory is frozen only
@@ -105,16 +108,17 @@ class Config:
     warm_ratio: float = 0.08
     cold_ratio: float = 0.02
     reference_quantile: float = 0.99
-    text_weight: float = 0.6
-    activation_weight: float = 0.4
+    text_weight: float = 0.92
+    activation_weight: float = 0.08
     candidate_pool: int = 100
-    warm_prior: float = 0.9
-    cold_prior: float = 0.8
-    spread_share: float = 0.3
+    warm_prior: float = 0.95
+    cold_prior: float = 0.9
+    spread_share: float = 0.5
     spread_sources: int = 10
     spread_link_min: float = 0.0
     superseded_weight: float = 0.5
     reinforce_tail: float = 1.0
+    reinforce_min_share: float = 0.2
     decay_alone_freezes: bool = False
     live_link_min: float = 0.1
     eager_spreading: bool = False
@@ -148,6 +152,11 @@ class Config:
         _non_negative("spread_share", self.spread_share)
         _non_negative("spread_link_min", self.spread_link_min)
         _non_negative("reinforce_tail", self.reinforce_tail)
+        if not 0.0 <= self.reinforce_min_share <= 1.0:
+            raise InvalidInput(
+                f"reinforce_min_share must be in [0, 1], got {self.reinforce_min_share!r}",
+                field="reinforce_min_share",
+            )
         if self.spread_sources < 0:
             raise InvalidInput("spread_sources must be >= 0", field="spread_sources")
         _non_negative("live_link_min", self.live_link_min)
@@ -362,7 +371,8 @@ def ratio(key: float, reference: float) -> float:
 
 
 def blend(text_norm: float, activation_norm: float, cfg: Config) -> float:
-    """Recall score: weighted mean of normalised text match and normalised activation, in [0, 1]."""
+    """Recall score: weighted mean of normalised text match and normalised activation, in
+    [0, 1] for inputs in [0, 1] (the text part can exceed 1 when spreading adds to a match)."""
     total = cfg.text_weight + cfg.activation_weight
     return (cfg.text_weight * text_norm + cfg.activation_weight * activation_norm) / total
 
@@ -397,10 +407,11 @@ def partial_read_us(share_: float, last_read_us: int | None, now_us: int, cfg: C
     """
     if share_ >= 1.0 or cfg.read_bonus <= 0:
         return now_us
+    if share_ <= 0.0:  # no reinforcement at all
+        return last_read_us if last_read_us is not None else now_us - int(1000 * cfg.half_life_us)
     old = 0.0 if last_read_us is None else decay(now_us - last_read_us, cfg.half_life_us)
     target = old + max(share_, 0.0) * (1.0 - old)  # in units of read_bonus
-    if target <= 0.0:
-        return now_us if last_read_us is None else last_read_us
+    target = max(target, 2.0**-1000)  # a vanishing share: a read clock ~1000 half-lives ago
     at = now_us - int(cfg.half_life_us * math.log2(1.0 / target))
     return at if last_read_us is None else max(at, last_read_us)
 

@@ -88,6 +88,7 @@ class Match:
     key: float
     pinned: bool
     tier: int = 1  # recall's tier fall-through orders by it
+    kind: str = ""  # filled by :meth:`GraphStore.matches_for`
 
 
 @dataclass(frozen=True)
@@ -251,6 +252,15 @@ class GraphStore(ABC):
     ) -> list[Link]:
         """Edges of ``ids`` whose decayed weight at ``now`` is at least ``min_decayed``,
         strongest first, at most ``limit`` in all."""
+
+    def matches_for(self, namespace: str, ids: Sequence[str]) -> list[Match]:
+        """What recall blends on (score 0) for the memories among ``ids`` that exist: recall
+        brings in memories that matched no words (spreading, replacements) this way. Backends
+        override it when whole nodes are costly to produce."""
+        return [
+            Match(n.id, 0.0, n.key, n.pinned, int(n.tier), n.kind)
+            for n in self.get_nodes(namespace, ids).values()
+        ]
 
     def superseded_by(
         self, namespace: str, ids: Sequence[str] | None = None
