@@ -128,9 +128,10 @@ def layout(
         if centre is not None:
             pos[centre] = 0.0
         temp *= 0.98
-    lo, hi = pos.min(axis=0), pos.max(axis=0)
-    span = np.where(hi - lo > 1e-9, hi - lo, 1.0)
-    return np.asarray((pos - lo) / span)
+    # Centred on the centre memory (or the middle of the drawing), the same scale on both axes.
+    pos = pos - (pos[centre] if centre is not None else (pos.min(axis=0) + pos.max(axis=0)) / 2)
+    reach = float(np.abs(pos).max()) or 1.0
+    return np.asarray(0.5 + pos / (2 * reach))
 
 
 def _short(text: str, n: int) -> str:

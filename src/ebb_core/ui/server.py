@@ -93,7 +93,8 @@ class UiSettings:
 
 
 def _static(name: str) -> str:
-    return resources.files("ebb_core.ui").joinpath("static").joinpath(name).read_text(encoding="utf-8")
+    folder = resources.files("ebb_core.ui").joinpath("static")
+    return folder.joinpath(name).read_text(encoding="utf-8")
 
 
 def _entry(e: Any) -> dict[str, Any]:

@@ -204,6 +204,7 @@ const loaders = { queue: loadQueue, graph: loadGraph, decay: loadDecay, log: loa
   stats: loadStats };
 
 async function show(view) {
+  if (document.body.dataset.view && document.body.dataset.view !== view) say("");
   for (const b of document.querySelectorAll("nav button")) {
     b.classList.toggle("active", b.dataset.view === view);
   }
@@ -221,7 +222,7 @@ async function show(view) {
 
 document.addEventListener("DOMContentLoaded", () => {
   for (const b of document.querySelectorAll("nav button")) {
-    b.addEventListener("click", () => { say(""); show(b.dataset.view); });
+    b.addEventListener("click", () => show(b.dataset.view));
   }
   for (const [form, view] of [["graph-form", "graph"], ["decay-form", "decay"],
     ["log-form", "log"]]) {
