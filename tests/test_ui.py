@@ -14,6 +14,7 @@ import os
 import re
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -300,3 +301,17 @@ def test_the_page_works_while_ebb_mcp_holds_the_store(store: Path) -> None:
         mcp.terminate()
         mcp.communicate(timeout=15)
     assert "note:old-pricing" not in tiers(store)
+
+
+def test_without_the_extra_ebb_ui_names_it(store: Path) -> None:
+    # Starlette and uvicorn made unimportable, as in an install without the `ui` extra.
+    script = (
+        "import sys; sys.modules['starlette'] = None; sys.modules['uvicorn'] = None\n"
+        "from ebb_core.cli import main\n"
+        f"main(['--db', {str(store)!r}, 'ui', '--port', '{free_port()}'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1
+    assert "pip install 'ebb-memory[ui]'" in done.stderr and "Traceback" not in done.stderr
