@@ -216,34 +216,13 @@ class Series:
     values: np.ndarray
 
 
-def _base_terms(brain: Brain, ids: Sequence[str]) -> dict[str, tuple[np.ndarray, np.ndarray, int]]:
-    """Per id: the (weights, times) of its base's terms (edges, then its read) and its degree."""
-    nodes = brain.store.get_nodes(brain.namespace, list(ids))
-    out: dict[str, tuple[list[float], list[int], int]] = {i: ([], [], 0) for i in ids if i in nodes}
-    for inc in brain.store.incident(brain.namespace, list(out)):
-        w, t, d = out[inc.node_id]
-        w.append(inc.edge.weight)
-        t.append(to_us(inc.edge.reinforced_at))
-        out[inc.node_id] = (w, t, d + 1)
-    result = {}
-    for i, (w, t, d) in out.items():
-        read = nodes[i].last_read_at
-        if read is not None and brain.config.read_bonus > 0:
-            w.append(brain.config.read_bonus)
-            t.append(to_us(read))
-        result[i] = (np.asarray(w, float), np.asarray(t, np.int64), d)
-    return result
-
-
-def _base_over(
-    terms: tuple[np.ndarray, np.ndarray, int], times: np.ndarray, h: float
-) -> np.ndarray:
-    weights, at, _ = terms
+def _base_over(weights: np.ndarray, at: np.ndarray, times: np.ndarray, h: float) -> np.ndarray:
+    """``Σ w · decay(T − t)`` at each of ``times``, each term counted only from its ``t`` on."""
     if not len(weights):
         return np.zeros(len(times))
     age = times[:, None] - at[None, :]
-    # A term counts from the moment it was set: before it, the memory did not have it (an edge's
-    # earlier reinforcements are not kept, so the past is a lower bound).
+    # Before a term was set the memory did not have it (an edge's earlier reinforcements are not
+    # kept, so the past is a lower bound).
     return np.asarray(np.where(age >= 0, weights[None, :] * np.exp2(-age / h), 0.0).sum(axis=1))
 
 
@@ -252,29 +231,48 @@ def activation_series(
 ) -> list[Series]:
     """Activation of each of ``ids`` from ``past_days`` ago to ``future_days`` ahead.
 
-    Uses the scoring model's formula (base plus one damped hop from each neighbour's base over its
-    degree) on the memories' current edges and read clocks; the future assumes nothing more
-    happens. At "now" it is the memory's activation as of the last ``maintain``'s exact rescoring.
+    The scoring model's formula: the memory's base (its links' weights and its read bonus, each
+    decayed from its timestamp) plus ``spread`` times each neighbour's base over its degree. A
+    neighbour's base is its stored one (exact now) decayed back or forward in time, counted from
+    when the link was made, so one query serves a memory with thousands of links. Ahead of now
+    nothing more happens. At "now" it equals :meth:`Brain.activation` once ``maintain`` has
+    rescored the neighbourhood exactly.
     """
     now_us = to_us(brain.clock.now())
     times = np.linspace(now_us - past_days * US_PER_DAY, now_us + future_days * US_PER_DAY, points)
     times = times.astype(np.int64)
     h = brain.config.half_life_us
-    spread = brain.config.spread
+    cfg = brain.config
     nodes = brain.store.get_nodes(brain.namespace, list(ids))
-    own = _base_terms(brain, [i for i in ids if i in nodes])
-    neighbour_of: dict[str, list[str]] = {i: [] for i in own}
-    for inc in brain.store.incident(brain.namespace, list(own)):
-        neighbour_of[inc.node_id].append(inc.other.id)
-    others = _base_terms(brain, sorted({m for ms in neighbour_of.values() for m in ms}))
+    chosen = [i for i in ids if i in nodes]
+    own: dict[str, tuple[list[float], list[int]]] = {i: ([], []) for i in chosen}
+    shares: dict[str, tuple[list[float], list[int]]] = {i: ([], []) for i in chosen}
+    for inc in brain.store.incident(brain.namespace, chosen):
+        own[inc.node_id][0].append(inc.edge.weight)
+        own[inc.node_id][1].append(to_us(inc.edge.reinforced_at))
+        if inc.other.degree > 0:
+            shares[inc.node_id][0].append(inc.other.base_key / inc.other.degree)
+            shares[inc.node_id][1].append(to_us(inc.edge.created_at))
+    # Stored keys turn into values now through the store's scale factor (key × scale = value).
+    scale_now = next((brain.activation(i) / nodes[i].key for i in chosen if nodes[i].key > 0), 0.0)
     out = []
-    for i in own:
-        values = _base_over(own[i], times, h)
-        for m in neighbour_of[i]:
-            terms = others[m]
-            if terms[2] > 0:
-                values = values + spread * _base_over(terms, times, h) / terms[2]
-        out.append(Series(i, nodes[i].tier, times, values))
+    for i in chosen:
+        w, t = own[i]
+        read = nodes[i].last_read_at
+        if read is not None and cfg.read_bonus > 0:
+            w, t = [*w, cfg.read_bonus], [*t, to_us(read)]
+        values = _base_over(np.asarray(w, float), np.asarray(t, np.int64), times, h)
+        sw, st = shares[i]
+        if sw and scale_now > 0:
+            since = np.asarray(st, np.int64)
+            now_values = np.asarray(sw, float) * scale_now
+            spread = np.where(
+                times[:, None] >= since[None, :],
+                now_values[None, :] * np.exp2(-(times[:, None] - now_us) / h),
+                0.0,
+            ).sum(axis=1)
+            values = values + cfg.spread * spread
+        out.append(Series(i, nodes[i].tier, times, np.asarray(values)))
     return out
 
 

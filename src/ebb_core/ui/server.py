@@ -376,27 +376,6 @@ def build_app(access: StoreAccess, settings: UiSettings) -> Starlette:
 
         return respond(await call(work))
 
-    async def memory(request: Request) -> Response:
-        blocked = guard(request, change=False)
-        if blocked is not None:
-            return blocked
-        node_id = request.query_params.get("id", "")
-
-        def work(brain: Brain) -> dict[str, Any]:
-            n = brain.get(node_id)
-            return {
-                "id": n.id,
-                "kind": n.kind,
-                "text": n.text,
-                "tier": n.tier.label,
-                "pinned": n.pinned,
-                "activation": brain.activation(n.id),
-                "reason": n.review_reason,
-                "updated_at": n.updated_at.isoformat(),
-            }
-
-        return respond(await call(work))
-
     # -- changing ---------------------------------------------------------------------------------
 
     async def approve(request: Request) -> Response:
@@ -447,7 +426,6 @@ def build_app(access: StoreAccess, settings: UiSettings) -> Starlette:
         Route("/api/decay", decay_view),
         Route("/api/log", log),
         Route("/api/stats", stats),
-        Route("/api/memory", memory),
         Route("/api/approve", approve, methods=["POST"]),
         Route("/api/restore", restore, methods=["POST"]),
     ]
