@@ -133,8 +133,11 @@ def tiers(db: Path) -> dict[str, str]:
 
 def test_the_views_answer_with_the_store_s_contents(ui: UiServer) -> None:
     queue = httpx.get(ui.base + "/api/queue").json()
+    assert queue["total"] == 3
     queued = [i["id"] for i in queue["items"]]
     assert queued == ["note:old-pricing", "note:draft", "meeting:kickoff"]
+    page = httpx.get(ui.base + "/api/queue", params={"limit": 2}).json()
+    assert page["total"] == 3 and len(page["items"]) == 2
     first = queue["items"][0]
     assert first["reason"] == "forgotten: superseded by outcome pricing"
     assert first["links"][0]["id"] == "client:acme"

@@ -283,7 +283,8 @@ def build_app(access: StoreAccess, settings: UiSettings) -> Starlette:
                         "history": history,
                     }
                 )
-            return {"namespace": brain.namespace, "items": items}
+            total = brain.stats().review_queue
+            return {"namespace": brain.namespace, "total": total, "items": items}
 
         return respond(await call(work))
 

@@ -53,6 +53,10 @@ async function loadQueue() {
     box.append(el("p", { class: "empty" }, "The review queue is empty."));
     return;
   }
+  const shown = data.items.length;
+  box.append(el("p", { class: "count" }, shown < data.total
+    ? `${data.total} memories wait; the first ${shown} are shown (approve or restore to see more).`
+    : `${data.total} ${data.total === 1 ? "memory waits" : "memories wait"}.`));
   for (const item of data.items) box.append(queueCard(item));
 }
 
