@@ -43,14 +43,25 @@ def free_port() -> int:
 
 def seed(db: Path) -> None:
     """Five memories, three of them in the review queue, one with markup in its text."""
-    past = datetime.now(timezone.utc) - timedelta(days=20)
+    now = datetime.now(timezone.utc)
+    past = now - timedelta(days=20)
     with Brain.open(db, backend="kuzu", namespace=NS) as b:
         b.remember("Acme renews monthly from March", id="fact:acme-renewal", at=past)
         b.remember("Client Acme, 40 seats", id="client:acme", links=["fact:acme-renewal"], at=past)
-        b.remember("Old seat pricing analysis", id="note:old-pricing", links=["client:acme"])
+        b.remember(
+            "Old seat pricing analysis",
+            id="note:old-pricing",
+            links=["client:acme"],
+            at=now - timedelta(days=75),
+        )
         markup = "Draft <script>alert(1)</script> & notes"
-        b.remember(markup, id="note:draft", links=["client:acme"])
-        b.remember("Kickoff meeting notes", id="meeting:kickoff", links=["client:acme"])
+        b.remember(markup, id="note:draft", links=["client:acme"], at=now - timedelta(days=50))
+        b.remember(
+            "Kickoff meeting notes",
+            id="meeting:kickoff",
+            links=["client:acme"],
+            at=now - timedelta(days=30),
+        )
         b.forget("note:old-pricing", "superseded by outcome pricing", actor="agent")
         b.forget("note:draft", "a draft nobody needs", actor="agent")
         b.forget("meeting:kickoff", "duplicate of the CRM entry", actor="agent")
@@ -140,6 +151,7 @@ def test_the_views_answer_with_the_store_s_contents(ui: UiServer) -> None:
     assert page["total"] == 3 and len(page["items"]) == 2
     first = queue["items"][0]
     assert first["reason"] == "forgotten: superseded by outcome pricing"
+    assert first["spark"].startswith("<svg") and "<polyline points=" in first["spark"]
     assert first["links"][0]["id"] == "client:acme"
     assert [(e["action"], e["by"]) for e in first["history"]][-1] == ("forget", "agent")
     stats = httpx.get(ui.base + "/api/stats").json()

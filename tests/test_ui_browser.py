@@ -111,6 +111,7 @@ def test_a_person_reviews_in_the_browser(driver: Any, tmp_path: Path, shots: Pat
         )
         assert d.find_element(By.CSS_SELECTOR, "#queue .count").text == "3 memories wait."
         assert "superseded by outcome pricing" in card(d, "note:old-pricing").text
+        assert card(d, "note:old-pricing").find_elements(By.CSS_SELECTOR, "svg.spark polyline")
         assert "Draft <script>alert(1)</script> & notes" in card(d, "note:draft").text
         d.save_screenshot(str(shots / "queue.png"))
 

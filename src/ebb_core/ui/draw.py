@@ -361,3 +361,32 @@ def decay_svg(
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def sparkline_svg(series: Series, cut: float, width: int = 220, height: int = 40) -> str:
+    """A small log-scale line of one memory's activation, with the cold cut (``cut``) dashed."""
+    values = np.maximum(series.values, 0.0)
+    positive = values[values > 0]
+    floor = min(float(positive.min()) if len(positive) else 1e-6, cut or 1e-6) / 2
+    top = max(float(values.max()), cut) * 1.2
+    lo, hi = math.log10(max(floor, 1e-12)), math.log10(max(top, 1e-12))
+    span = (hi - lo) or 1.0
+
+    def y_of(v: float) -> float:
+        return 2 + (hi - math.log10(max(v, floor))) / span * (height - 4)
+
+    n = len(values)
+    pts = " ".join(  # nothing before the memory had anything (it did not exist yet)
+        f"{2 + k / max(n - 1, 1) * (width - 4):.1f},{y_of(float(v)):.1f}"
+        for k, v in enumerate(values)
+        if v > 0
+    )
+    days = (int(series.times_us[-1]) - int(series.times_us[0])) / US_PER_DAY
+    title = escape(f"{series.id}: activation over the last {days:.0f} days (log scale)")
+    cut_y = y_of(cut) if cut > 0 else height
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" class="spark" '
+        f'role="img"><title>{title}</title>'
+        f'<line x1="0" x2="{width}" y1="{cut_y:.1f}" y2="{cut_y:.1f}" class="cut"/>'
+        f'<polyline points="{pts}" fill="none" stroke="#5f3dc4" stroke-width="1.6"/></svg>'
+    )

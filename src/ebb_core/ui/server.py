@@ -259,7 +259,15 @@ def build_app(access: StoreAccess, settings: UiSettings) -> Starlette:
 
         def work(brain: Brain) -> dict[str, Any]:
             items = []
-            for item in brain.review_queue(limit):
+            queued = brain.review_queue(limit)
+            series = {
+                s.id: s
+                for s in draw.activation_series(
+                    brain, [i.id for i in queued], past_days=90, future_days=0, points=60
+                )
+            }
+            cold_cut = brain.stats().reference_activation * brain.config.cold_ratio
+            for item in queued:
                 links = [
                     {
                         "id": n.node.id,
@@ -281,6 +289,7 @@ def build_app(access: StoreAccess, settings: UiSettings) -> Starlette:
                         "activation": item.activation,
                         "links": links,
                         "history": history,
+                        "spark": draw.sparkline_svg(series[item.id], cold_cut),
                     }
                 )
             total = brain.stats().review_queue

@@ -80,6 +80,7 @@ function queueCard(item) {
     el("p", { class: "reason" }, el("b", {}, "Why it is here: "), item.reason || "(no reason)",
       item.queued_at ? ` · queued ${day(item.queued_at)}` : "",
       ` · activation now ${fmt(item.activation)}`),
+    sparkline(item),
     el("details", {}, el("summary", {}, `Links (${item.links.length})`), links),
     el("details", {}, el("summary", {}, `History (${item.history.length})`), history),
   );
@@ -91,6 +92,14 @@ function queueCard(item) {
   );
   card.append(actions);
   return card;
+}
+
+function sparkline(item) {
+  const box = el("div", { class: "spark-box" });
+  box.innerHTML = item.spark; // drawn by the server, numbers and escaped text only
+  box.append(el("span", { class: "spark-label" },
+    "activation, last 90 days (dashed: the cold cut)"));
+  return box;
 }
 
 async function approve(id, card) {
