@@ -79,10 +79,12 @@ def cli_json(db: Path, *args: str) -> object:
 class UiServer:
     """A running ``ebb ui`` process and what the page told it."""
 
-    def __init__(self, db: Path, *extra: str, port: int | None = None) -> None:
+    def __init__(self, db: Path, *extra: str, host: str = "127.0.0.1") -> None:
         self.db = db
-        self.port = port or free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
+        self.port = free_port()
+        self.base = f"http://{host}:{self.port}"
+        if host != "127.0.0.1":
+            extra = ("--host", host, *extra)
         env = {**os.environ, "EBB_DB_PATH": str(db), "EBB_NAMESPACE": NS, "EBB_BACKEND": "kuzu"}
         self.proc = subprocess.Popen(
             ebb_argv("ui", "--port", str(self.port), *extra),
@@ -272,7 +274,8 @@ def test_another_interface_needs_a_token(store: Path, tmp_path: Path) -> None:
 
 def test_with_a_token_every_request_carries_it(store: Path) -> None:
     secret = "correct-horse-battery-staple"
-    server = UiServer(store, "--token", secret).wait_ready()
+    # 127.0.0.2 stands in for another interface: anything but the loopback name needs a token.
+    server = UiServer(store, "--token", secret, host="127.0.0.2").wait_ready()
     try:
         assert server.token == ""  # the page itself needs the token
         assert httpx.get(server.base + "/").status_code == 401
@@ -283,8 +286,17 @@ def test_with_a_token_every_request_carries_it(store: Path) -> None:
             assert first.status_code == 200 and TOKEN_RE.search(first.text)
             assert "httponly" in first.history[0].headers["set-cookie"].lower()
             assert len(c.get("/api/queue").json()["items"]) == 3
+            match = TOKEN_RE.search(first.text)
+            assert match
+            h = {"X-Ebb-Token": match.group(1), "Origin": server.base}
+            back = c.post("/api/restore", json={"id": "note:draft", "by": "Ada"}, headers=h)
+            assert back.status_code == 200, back.text
+            h["Origin"] = "http://evil.example"
+            refused = c.post("/api/restore", json={"id": "meeting:kickoff"}, headers=h)
+            assert refused.status_code == 403
     finally:
         server.stop()
+    assert tiers(store)["meeting:kickoff"] == "frozen" and tiers(store)["note:draft"] == "hot"
 
 
 def test_the_page_works_while_ebb_mcp_holds_the_store(store: Path) -> None:
@@ -330,3 +342,15 @@ def test_without_the_extra_ebb_ui_names_it(store: Path) -> None:
     )
     assert done.returncode == 1
     assert "pip install 'ebb-memory[ui]'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_port_in_use_is_a_clear_error(ui: UiServer) -> None:
+    env = {**os.environ, "EBB_DB_PATH": str(ui.db), "EBB_NAMESPACE": NS}
+    done = subprocess.run(
+        ebb_argv("ui", "--port", str(ui.port)), env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1
+    assert f"port {ui.port}" in done.stderr and "--port" in done.stderr
+    assert "Traceback" not in done.stderr
+    # The running page kept its store and still answers.
+    assert len(httpx.get(ui.base + "/api/queue").json()["items"]) == 3

@@ -162,9 +162,8 @@ def build_app(access: StoreAccess, settings: UiSettings) -> Starlette:
         if not change:
             return None
         origin = request.headers.get("origin")
-        if origin is not None and origin.rstrip("/") + "/" not in {
-            f"http://{h}/" for h in settings.allowed_hosts()
-        }:
+        own = f"http://{request.headers.get('host', '')}"
+        if origin is not None and origin.rstrip("/") != own:
             return refuse(403, f"cross-origin request from {origin} refused")
         token = request.headers.get(TOKEN_HEADER.lower(), "")
         if not hmac.compare_digest(token.encode(), settings.session_token.encode()):
@@ -464,6 +463,7 @@ def serve(
     """Serve the page until the process is stopped (Ctrl-C)."""
     from ..mcp_server import StoreAccess
 
+    _check_port(settings.host, settings.port)
     access = StoreAccess(
         path, backend=backend, namespace=namespace, wait=wait, idle_release=idle_release
     )
@@ -491,6 +491,23 @@ def serve(
         uvicorn.Server(config).run()
     finally:
         access.close()
+
+
+def _check_port(host: str, port: int) -> None:
+    """Refuse at once (before the store is opened) when the port is taken."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise InvalidInput(
+                f"cannot listen on {host} port {port} ({exc.strerror or exc}): pass another "
+                "--port, or stop what uses it",
+                field="port",
+            ) from None
 
 
 def _note(message: str) -> None:
