@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -354,3 +355,31 @@ def test_a_port_in_use_is_a_clear_error(ui: UiServer) -> None:
     assert "Traceback" not in done.stderr
     # The running page kept its store and still answers.
     assert len(httpx.get(ui.base + "/api/queue").json()["items"]) == 3
+
+
+@pytest.mark.parametrize("ci", ["true", ""])
+def test_install_browser_fails_only_under_ci_when_chromium_cannot_be_had(
+    tmp_path: Path, ci: str
+) -> None:
+    # A PATH with neither chromium, chromedriver nor apt-get: the browser cannot be had.
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    for tool in ("id", "sudo"):
+        found = shutil.which(tool)
+        if found:
+            (bare / tool).symlink_to(found)
+    script = Path(__file__).resolve().parents[1] / "scripts" / "install-browser"
+    bash = shutil.which("bash")
+    assert bash
+    done = subprocess.run(
+        [bash, str(script)],
+        env={"PATH": str(bare), "CI": ci},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "no chromium/chromedriver and no apt-get" in done.stderr
+    if ci:
+        assert done.returncode == 1 and "CI=true" in done.stderr
+    else:
+        assert done.returncode == 0 and "will be skipped" in done.stderr
