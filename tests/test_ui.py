@@ -163,6 +163,8 @@ def test_the_views_answer_with_the_store_s_contents(ui: UiServer) -> None:
     log = httpx.get(ui.base + "/api/log", params={"action": "forget"}).json()["entries"]
     assert {e["id"] for e in log} == {"note:old-pricing", "note:draft", "meeting:kickoff"}
     assert httpx.get(ui.base + "/api/log", params={"by": "nobody"}).json()["entries"] == []
+    [newest] = httpx.get(ui.base + "/api/log", params={"by": "AGE", "limit": 1}).json()["entries"]
+    assert (newest["action"], newest["id"], newest["by"]) == ("forget", "meeting:kickoff", "agent")
     graph = httpx.get(ui.base + "/api/graph", params={"id": "client:acme"}).json()
     assert "client:acme" in {n["id"] for n in graph["nodes"]}
     assert len(graph["links"]) == 4 and graph["svg"].startswith("<svg")

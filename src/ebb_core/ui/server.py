@@ -365,9 +365,10 @@ def build_app(access: StoreAccess, settings: UiSettings) -> Starlette:
             return refuse(400, str(exc))
 
         def work(brain: Brain) -> dict[str, Any]:
-            entries = brain.audit_log(limit, node_id=node_id, action=action)
+            # "by" is matched here, so look further back for it (the store filters the rest).
+            entries = brain.audit_log(5000 if by else limit, node_id=node_id, action=action)
             rows = [_entry(e) for e in reversed(entries) if not by or by in e.actor.lower()]
-            return {"entries": rows}
+            return {"entries": rows[:limit]}
 
         return respond(await call(work))
 
