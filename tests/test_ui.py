@@ -44,28 +44,32 @@ def free_port() -> int:
 
 def seed(db: Path) -> None:
     """Five memories, three of them in the review queue, one with markup in its text."""
+    with Brain.open(db, backend="kuzu", namespace=NS) as b:
+        seed_brain(b)
+
+
+def seed_brain(b: Brain) -> None:
     now = datetime.now(timezone.utc)
     past = now - timedelta(days=20)
-    with Brain.open(db, backend="kuzu", namespace=NS) as b:
-        b.remember("Acme renews monthly from March", id="fact:acme-renewal", at=past)
-        b.remember("Client Acme, 40 seats", id="client:acme", links=["fact:acme-renewal"], at=past)
-        b.remember(
-            "Old seat pricing analysis",
-            id="note:old-pricing",
-            links=["client:acme"],
-            at=now - timedelta(days=75),
-        )
-        markup = "Draft <script>alert(1)</script> & notes"
-        b.remember(markup, id="note:draft", links=["client:acme"], at=now - timedelta(days=50))
-        b.remember(
-            "Kickoff meeting notes",
-            id="meeting:kickoff",
-            links=["client:acme"],
-            at=now - timedelta(days=30),
-        )
-        b.forget("note:old-pricing", "superseded by outcome pricing", actor="agent")
-        b.forget("note:draft", "a draft nobody needs", actor="agent")
-        b.forget("meeting:kickoff", "duplicate of the CRM entry", actor="agent")
+    b.remember("Acme renews monthly from March", id="fact:acme-renewal", at=past)
+    b.remember("Client Acme, 40 seats", id="client:acme", links=["fact:acme-renewal"], at=past)
+    b.remember(
+        "Old seat pricing analysis",
+        id="note:old-pricing",
+        links=["client:acme"],
+        at=now - timedelta(days=75),
+    )
+    markup = "Draft <script>alert(1)</script> & notes"
+    b.remember(markup, id="note:draft", links=["client:acme"], at=now - timedelta(days=50))
+    b.remember(
+        "Kickoff meeting notes",
+        id="meeting:kickoff",
+        links=["client:acme"],
+        at=now - timedelta(days=30),
+    )
+    b.forget("note:old-pricing", "superseded by outcome pricing", actor="agent")
+    b.forget("note:draft", "a draft nobody needs", actor="agent")
+    b.forget("meeting:kickoff", "duplicate of the CRM entry", actor="agent")
 
 
 def cli_json(db: Path, *args: str) -> object:
@@ -80,13 +84,21 @@ def cli_json(db: Path, *args: str) -> object:
 class UiServer:
     """A running ``ebb ui`` process and what the page told it."""
 
-    def __init__(self, db: Path, *extra: str, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, db: Path, *extra: str, host: str = "127.0.0.1", env: dict[str, str] | None = None
+    ) -> None:
         self.db = db
         self.port = free_port()
         self.base = f"http://{host}:{self.port}"
         if host != "127.0.0.1":
             extra = ("--host", host, *extra)
-        env = {**os.environ, "EBB_DB_PATH": str(db), "EBB_NAMESPACE": NS, "EBB_BACKEND": "kuzu"}
+        env = {
+            **os.environ,
+            "EBB_DB_PATH": str(db),
+            "EBB_NAMESPACE": NS,
+            "EBB_BACKEND": "kuzu",
+            **(env or {}),
+        }
         self.proc = subprocess.Popen(
             ebb_argv("ui", "--port", str(self.port), *extra),
             env=env,
@@ -385,3 +397,33 @@ def test_install_browser_fails_only_under_ci_when_chromium_cannot_be_had(
         assert done.returncode == 1 and "CI=true" in done.stderr
     else:
         assert done.returncode == 0 and "will be skipped" in done.stderr
+
+
+@pytest.mark.neo4j
+def test_approve_and_restore_on_neo4j(neo4j_uri: str, tmp_path: Path) -> None:
+    from ebb_core.neo4j_store import Neo4jStore
+
+    with Brain(Neo4jStore(neo4j_uri), namespace=NS) as b:
+        seed_brain(b)
+    env = {"EBB_BACKEND": "neo4j", "NEO4J_URI": neo4j_uri}
+    server = UiServer(tmp_path / "unused.kuzu", env=env).wait_ready()
+    try:
+        assert len(httpx.get(server.base + "/api/queue").json()["items"]) == 3
+        assert (
+            httpx.get(server.base + "/api/graph", params={"id": "client:acme"}).status_code == 200
+        )
+        assert httpx.get(server.base + "/api/decay").status_code == 200
+        h = {"X-Ebb-Token": server.token}
+        ok = server.post("/api/approve", {"ids": ["note:draft"], "by": "Ada Lovelace"}, **h)
+        assert ok.json() == {"deleted": ["note:draft"]}
+        back = server.post("/api/restore", {"id": "meeting:kickoff", "by": "Ada Lovelace"}, **h)
+        assert back.json() == {"restored": "meeting:kickoff", "tier": "hot"}
+        refused = server.post("/api/approve", {"ids": ["note:old-pricing"], "by": "x"})
+        assert refused.status_code == 403
+    finally:
+        server.stop()
+    with Brain(Neo4jStore(neo4j_uri), namespace=NS) as b:
+        deleted = b.audit_log(10, action="delete")
+        assert [(e.node_id, e.actor) for e in deleted] == [("note:draft", "Ada Lovelace")]
+        assert b.get("meeting:kickoff").tier.label == "hot"
+        assert b.get("note:old-pricing").tier.label == "frozen"
