@@ -232,6 +232,11 @@ class _Commands(click.Group):
             "mcp_command",
             "Serve Ebb's memory tools to an MCP client (stdio by default, or streamable HTTP).",
         ),
+        "ui": (
+            "ebb_core.ui.server",
+            "ui_command",
+            "Serve a local web page: review queue (approve, restore), graph, decay, log, stats.",
+        ),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
