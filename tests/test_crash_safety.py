@@ -148,6 +148,9 @@ def test_doctor_and_repair_commands_on_broken_stores(tmp_path: Path) -> None:
     rep = repair(db, into=target)
     assert rep.ok and rep.salvaged_to == str(target)
     assert rep.counts["salvaged Memory"] == len(ids) and db.stat().st_size == before
+    assert rep.counts["salvaged Link"] == len(ids) - 1  # each memory linked to the one before
+    with Brain.open(target, namespace="t") as b:
+        assert {n.node.id for n in b.neighbors("note:5")} == {"note:4", "note:6"}
     assert _ids_present(target, ids) == len(ids)
     # a store Ebb cannot open (the replayed drop): repair salvages it in place
     db2 = tmp_path / "broken2.kuzu"
