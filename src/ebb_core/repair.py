@@ -129,6 +129,18 @@ def diagnose(path: str | Path) -> Report:
     )
     if shadow.exists():
         report.add("shadow", True, f"{shadow} exists: a checkpoint was interrupted; Kùzu redoes it")
+    if wal_size:
+        from .kuzu_store import _room_for
+
+        free, need = _room_for(str(p), str(p.parent))
+        if free < need:  # replaying (which opening does) could fail half-way: do not try
+            report.add(
+                "room",
+                False,
+                f"{free >> 20} MiB free; replaying the WAL needs {need >> 20} MiB: free some "
+                "space, then run this again (nothing was opened or changed)",
+            )
+            return report
     try:
         db, conn = _open_raw(str(p), fts=False)
     except StoreLocked:
