@@ -128,6 +128,30 @@ def test_a_drop_left_in_the_wal_is_rebuilt_from_the_rows(tmp_path: Path) -> None
     assert diagnose(db).ok
 
 
+def test_the_issues_catalog_entry_error_is_reproduced_and_mended(tmp_path: Path) -> None:
+    # A kill after an update and a DROP_FTS_INDEX, both still in the WAL (as when a writer is
+    # killed in the middle of the index rebuild an open does after a crash): the next open
+    # fails with the error reported by the field campaign, every time.
+    db = tmp_path / "catalog-entry.kuzu"
+    ids = _store_with(db)
+    _raw(
+        db,
+        [
+            "MATCH (m:Memory {uid: 't\x1fnote:1'}) SET m.text = 'changed lighthouse words'",
+            f"CALL DROP_FTS_INDEX('Memory', '{FTS_INDEX}')",
+        ],
+        kill=True,
+    )
+    with pytest.raises(StorageError, match="Cannot find table catalog entry with id"):
+        KuzuStore(db, rebuild=False)
+    with pytest.warns(StoreRebuilt):
+        KuzuStore(db).close()
+    assert _ids_present(db, ids) == len(ids)
+    with Brain.open(db, namespace="t") as b:  # the committed update survived the rebuild
+        assert [h.id for h in b.recall("lighthouse", 3, depth=3)] == ["note:1"]
+    assert diagnose(db).ok
+
+
 def test_doctor_and_repair_commands_on_broken_stores(tmp_path: Path) -> None:
     runner = CliRunner()
     db = tmp_path / "broken.kuzu"

@@ -423,8 +423,8 @@ class KuzuStore(GraphStore):
         except StorageError as exc:
             self._abandon()
             # StoreFull: nothing to mend, only room to make. Otherwise the store's catalog and
-            # its index storage disagree (after a WAL replayed without the fts extension, e.g.
-            # "Cannot find table catalog entry" when loading it, or a wedged index build).
+            # its index storage disagree (after replaying a WAL that held a dropped index:
+            # "Cannot find table catalog entry ...", or an index build that cannot succeed).
             missing_extension = "extension" in str(exc).lower() and "catalog" not in str(exc)
             if not rebuild or isinstance(exc, StoreFull) or read_only or missing_extension:
                 raise
@@ -640,10 +640,10 @@ class KuzuStore(GraphStore):
         stop = self._internal_rows(f"MATCH (s:`{STOPWORDS_TABLE}`) RETURN count(*)")
         if stop is not None and stop[0][0] != STOPWORDS:  # a build killed while filling it
             self._exec_internal(f"DROP TABLE `{STOPWORDS_TABLE}`")
-        # A dropped index left in the WAL is replayed by the next open before the fts extension
-        # is loaded, which leaves the index in the table's storage but not in the catalog:
-        # every later CREATE_FTS_INDEX fails and an insert crashes the process (0.11.3). A
-        # checkpoint now takes the drop out of the WAL.
+        # Replaying a WAL that holds a dropped index leaves the index in the table's storage but
+        # not in the catalog (0.11.3): every later CREATE_FTS_INDEX fails, an insert crashes the
+        # process, or statements fail with "Cannot find table catalog entry". A checkpoint now
+        # takes the drop out of the WAL.
         self._exec("CHECKPOINT")
 
     def text_index_leftovers(self) -> list[tuple[str, str]]:

@@ -190,7 +190,10 @@ def diagnose(path: str | Path) -> Report:
                 report.add(f"read {name}", False, f"cannot read them: {exc}")
         report.add("rows", True, ", ".join(f"{v} {k}" for k, v in report.counts.items()))
         if fts_ok:
-            _check_index(conn, report, meta.get(INDEX_STATE), FTS_INDEX)
+            try:
+                _check_index(conn, report, meta.get(INDEX_STATE), FTS_INDEX)
+            except RuntimeError as exc:
+                report.add("text index", False, f"cannot be read: {exc} (`ebb repair` mends it)")
     finally:
         conn.close()
         db.close()
