@@ -185,6 +185,8 @@ def test_doctor_and_repair_commands_on_broken_stores(tmp_path: Path) -> None:
     assert r.exit_code == 0 and out["ok"] and out["damaged_copy"], out
     assert Path(out["damaged_copy"]).exists()
     assert _ids_present(db2, ids) == len(ids)
+    r = runner.invoke(main, ["--db", str(db2), "doctor"])
+    assert r.exit_code == 0 and "damaged original(s) kept" in r.stdout
 
 
 def test_read_commands_never_create_a_store(tmp_path: Path) -> None:

@@ -129,6 +129,15 @@ def diagnose(path: str | Path) -> Report:
     )
     if shadow.exists():
         report.add("shadow", True, f"{shadow} exists: a checkpoint was interrupted; Kùzu redoes it")
+    kept = sorted(q for q in p.parent.glob(f"{p.name}.damaged-*") if q.suffix not in (".wal",))
+    if kept:
+        size = sum(q.stat().st_size for q in p.parent.glob(f"{p.name}.damaged-*"))
+        report.add(
+            "kept copies",
+            True,
+            f"{len(kept)} damaged original(s) kept beside it after a rebuild ({size >> 20} MiB, "
+            f"e.g. {kept[-1].name}): delete them once you have checked the store",
+        )
     if wal_size:
         from .kuzu_store import _room_for
 
