@@ -128,6 +128,30 @@ def test_a_drop_left_in_the_wal_is_rebuilt_from_the_rows(tmp_path: Path) -> None
     assert diagnose(db).ok
 
 
+def test_the_issues_catalog_entry_error_is_reproduced_and_mended(tmp_path: Path) -> None:
+    # A kill after an update and a DROP_FTS_INDEX, both still in the WAL (as when a writer is
+    # killed in the middle of the index rebuild an open does after a crash): the next open
+    # fails with the error reported by the field campaign, every time.
+    db = tmp_path / "catalog-entry.kuzu"
+    ids = _store_with(db)
+    _raw(
+        db,
+        [
+            "MATCH (m:Memory {uid: 't\x1fnote:1'}) SET m.text = 'changed lighthouse words'",
+            f"CALL DROP_FTS_INDEX('Memory', '{FTS_INDEX}')",
+        ],
+        kill=True,
+    )
+    with pytest.raises(StorageError, match="Cannot find table catalog entry with id"):
+        KuzuStore(db, rebuild=False)
+    with pytest.warns(StoreRebuilt):
+        KuzuStore(db).close()
+    assert _ids_present(db, ids) == len(ids)
+    with Brain.open(db, namespace="t") as b:  # the committed update survived the rebuild
+        assert [h.id for h in b.recall("lighthouse", 3, depth=3)] == ["note:1"]
+    assert diagnose(db).ok
+
+
 def test_doctor_and_repair_commands_on_broken_stores(tmp_path: Path) -> None:
     runner = CliRunner()
     db = tmp_path / "broken.kuzu"
@@ -148,6 +172,9 @@ def test_doctor_and_repair_commands_on_broken_stores(tmp_path: Path) -> None:
     rep = repair(db, into=target)
     assert rep.ok and rep.salvaged_to == str(target)
     assert rep.counts["salvaged Memory"] == len(ids) and db.stat().st_size == before
+    assert rep.counts["salvaged Link"] == len(ids) - 1  # each memory linked to the one before
+    with Brain.open(target, namespace="t") as b:
+        assert {n.node.id for n in b.neighbors("note:5")} == {"note:4", "note:6"}
     assert _ids_present(target, ids) == len(ids)
     # a store Ebb cannot open (the replayed drop): repair salvages it in place
     db2 = tmp_path / "broken2.kuzu"
@@ -158,6 +185,8 @@ def test_doctor_and_repair_commands_on_broken_stores(tmp_path: Path) -> None:
     assert r.exit_code == 0 and out["ok"] and out["damaged_copy"], out
     assert Path(out["damaged_copy"]).exists()
     assert _ids_present(db2, ids) == len(ids)
+    r = runner.invoke(main, ["--db", str(db2), "doctor"])
+    assert r.exit_code == 0 and "damaged original(s) kept" in r.stdout
 
 
 def test_read_commands_never_create_a_store(tmp_path: Path) -> None:

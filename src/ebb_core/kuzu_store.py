@@ -372,6 +372,18 @@ class KuzuStore(GraphStore):
         # so the index is rebuilt from the table after such a recovery.
         wal = Path(self._path + ".wal")
         recovering = wal.exists() and wal.stat().st_size > 0
+        if recovering and not read_only:
+            # Kùzu replays and checkpoints a leftover WAL as it opens: never without room (a
+            # checkpoint that runs out of space leaves a store it cannot open, see _room).
+            free, need = _room_for(self._path, str(parent))
+            if free < need:
+                raise StoreFull(
+                    f"cannot open the store {self._path}: the disk is (nearly) full ({free >> 20} "
+                    f"MiB free) and opening replays its {wal.stat().st_size >> 10} KiB write-ahead "
+                    f"log, which needs {need >> 20} MiB. Free some space and open it again: "
+                    "nothing is lost",
+                    path=self._path,
+                )
         try:
             # Checkpoints are taken by this store (see _maybe_checkpoint), never inside a write.
             self._db = kuzu.Database(self._path, read_only=read_only, auto_checkpoint=False)
@@ -416,8 +428,8 @@ class KuzuStore(GraphStore):
         except StorageError as exc:
             self._abandon()
             # StoreFull: nothing to mend, only room to make. Otherwise the store's catalog and
-            # its index storage disagree (after a WAL replayed without the fts extension, e.g.
-            # "Cannot find table catalog entry" when loading it, or a wedged index build).
+            # its index storage disagree (after replaying a WAL that held a dropped index:
+            # "Cannot find table catalog entry ...", or an index build that cannot succeed).
             missing_extension = "extension" in str(exc).lower() and "catalog" not in str(exc)
             if not rebuild or isinstance(exc, StoreFull) or read_only or missing_extension:
                 raise
@@ -541,17 +553,7 @@ class KuzuStore(GraphStore):
         store grew it by 10.8 MB with a 5.3 MB shadow. So the room kept is the store's size
         (the most a checkpoint can rewrite) plus 16 times the WAL plus 4 MiB.
         """
-        try:
-            st = os.statvfs(self._folder)
-            size = os.stat(self._path).st_size
-        except OSError:
-            return 1 << 62, 0
-        free = st.f_bavail * st.f_frsize
-        try:
-            wal = os.stat(self._path + ".wal").st_size
-        except OSError:
-            wal = 0
-        return free, size + 16 * wal + extra + _ROOM
+        return _room_for(self._path, self._folder, extra)
 
     def _failed(self, exc: RuntimeError) -> StorageError:
         """The EbbError for a Kùzu error; notes a failed WAL append, after which Kùzu's state
@@ -643,10 +645,10 @@ class KuzuStore(GraphStore):
         stop = self._internal_rows(f"MATCH (s:`{STOPWORDS_TABLE}`) RETURN count(*)")
         if stop is not None and stop[0][0] != STOPWORDS:  # a build killed while filling it
             self._exec_internal(f"DROP TABLE `{STOPWORDS_TABLE}`")
-        # A dropped index left in the WAL is replayed by the next open before the fts extension
-        # is loaded, which leaves the index in the table's storage but not in the catalog:
-        # every later CREATE_FTS_INDEX fails and an insert crashes the process (0.11.3). A
-        # checkpoint now takes the drop out of the WAL.
+        # Replaying a WAL that holds a dropped index leaves the index in the table's storage but
+        # not in the catalog (0.11.3): every later CREATE_FTS_INDEX fails, an insert crashes the
+        # process, or statements fail with "Cannot find table catalog entry". A checkpoint now
+        # takes the drop out of the WAL.
         self._exec("CHECKPOINT")
 
     def text_index_leftovers(self) -> list[tuple[str, str]]:
@@ -2069,6 +2071,21 @@ def _kinds_param(kinds: Sequence[str]) -> dict[str, Any]:
 
 
 _FULL = ("no space left", "disk full", "file too large", "errno 28", "errno 27", "enospc", "efbig")
+
+
+def _room_for(path: str, folder: str, extra: int = 0) -> tuple[int, int]:
+    """(free bytes, bytes needed): see ``KuzuStore._room``."""
+    try:
+        st = os.statvfs(folder)
+        size = os.stat(path).st_size
+    except OSError:
+        return 1 << 62, 0
+    free = st.f_bavail * st.f_frsize
+    try:
+        wal = os.stat(path + ".wal").st_size
+    except OSError:
+        wal = 0
+    return free, size + 16 * wal + extra + _ROOM
 
 
 def abandoned_engines() -> int:

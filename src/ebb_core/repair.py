@@ -129,6 +129,27 @@ def diagnose(path: str | Path) -> Report:
     )
     if shadow.exists():
         report.add("shadow", True, f"{shadow} exists: a checkpoint was interrupted; Kùzu redoes it")
+    kept = sorted(q for q in p.parent.glob(f"{p.name}.damaged-*") if q.suffix not in (".wal",))
+    if kept:
+        size = sum(q.stat().st_size for q in p.parent.glob(f"{p.name}.damaged-*"))
+        report.add(
+            "kept copies",
+            True,
+            f"{len(kept)} damaged original(s) kept beside it after a rebuild ({size >> 20} MiB, "
+            f"e.g. {kept[-1].name}): delete them once you have checked the store",
+        )
+    if wal_size:
+        from .kuzu_store import _room_for
+
+        free, need = _room_for(str(p), str(p.parent))
+        if free < need:  # replaying (which opening does) could fail half-way: do not try
+            report.add(
+                "room",
+                False,
+                f"{free >> 20} MiB free; replaying the WAL needs {need >> 20} MiB: free some "
+                "space, then run this again (nothing was opened or changed)",
+            )
+            return report
     try:
         db, conn = _open_raw(str(p), fts=False)
     except StoreLocked:
@@ -178,7 +199,10 @@ def diagnose(path: str | Path) -> Report:
                 report.add(f"read {name}", False, f"cannot read them: {exc}")
         report.add("rows", True, ", ".join(f"{v} {k}" for k, v in report.counts.items()))
         if fts_ok:
-            _check_index(conn, report, meta.get(INDEX_STATE), FTS_INDEX)
+            try:
+                _check_index(conn, report, meta.get(INDEX_STATE), FTS_INDEX)
+            except RuntimeError as exc:
+                report.add("text index", False, f"cannot be read: {exc} (`ebb repair` mends it)")
     finally:
         conn.close()
         db.close()
