@@ -42,6 +42,7 @@ from .model import (
     Version,
     Why,
     has_control_chars,
+    has_visible_chars,
     id_problem,
     is_valid_kind,
     slugify,
@@ -2022,32 +2023,6 @@ def _encodable(value: str, field: str) -> str:
     return value
 
 
-# Characters that draw nothing: separators, controls, format characters (zero-width space and
-# joiners, the byte-order mark, bidi marks), combining marks with nothing to combine with, the
-# Hangul fillers and the blank Braille pattern. With the non-characters (U+FDD0..U+FDEF and the
-# last two code points of every plane) they cannot make a memory's id or text on their own.
-_BLANK_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zs", "Zl", "Zp", "Mn", "Me"})
-_BLANK_CHARS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
-
-
-def _is_noncharacter(ch: str) -> bool:
-    code = ord(ch)
-    return 0xFDD0 <= code <= 0xFDEF or (code & 0xFFFE) == 0xFFFE
-
-
-def has_visible_chars(value: str) -> bool:
-    """Whether ``value`` has at least one character that shows (stops at the first)."""
-    import unicodedata
-
-    for ch in value:
-        if ch.isspace() or ch in _BLANK_CHARS or _is_noncharacter(ch):
-            continue
-        if unicodedata.category(ch) in _BLANK_CATEGORIES:
-            continue
-        return True
-    return False
-
-
 def _refuse_invisible(value: str, field: str, what: str, hint: str) -> None:
     if has_visible_chars(value):
         return
@@ -2083,15 +2058,13 @@ def validate_id(id: str, *, existing: bool = False) -> str:
         _encodable(id, "id")
     if not isinstance(id, str) or not id.strip():
         raise InvalidInput("a memory id must be a non-empty string like 'kind:slug'", field="id")
-    if not existing:
-        _refuse_invisible(id, "id", "memory id", "use an id like 'kind:slug'")
     if len(id) > MAX_ID_LEN or has_control_chars(id):
         raise InvalidInput(
             f"memory id {id[:40]!r}... must be at most {MAX_ID_LEN} characters without control "
             "characters",
             field="id",
         )
-    problem = id_problem(id)
+    problem = None if existing else id_problem(id)  # lookups stay lenient: old stores
     if problem:
         raise InvalidInput(problem, field="id")
     return id

@@ -248,27 +248,44 @@ def has_control_chars(value: str) -> bool:
     return bool(_CONTROL.search(value))
 
 
-_INVISIBLE = {"Cc", "Cf", "Cn", "Co", "Cs", "Zs", "Zl", "Zp"}
+# Characters that draw nothing: separators, controls, format characters (zero-width space and
+# joiners, the byte-order mark, bidi marks), combining marks with nothing to combine with, the
+# Hangul fillers and the blank Braille pattern. With the non-characters (U+FDD0..U+FDEF and the
+# last two code points of every plane) they cannot make a memory's id or text on their own.
+_BLANK_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zs", "Zl", "Zp", "Mn", "Me"})
+_BLANK_CHARS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def _is_noncharacter(ch: str) -> bool:
+    code = ord(ch)
+    return 0xFDD0 <= code <= 0xFDEF or (code & 0xFFFE) == 0xFFFE
+
+
+def has_visible_chars(value: str) -> bool:
+    """Whether ``value`` has at least one character that shows (stops at the first)."""
+    for ch in value:
+        if ch.isspace() or ch in _BLANK_CHARS or _is_noncharacter(ch):
+            continue
+        if unicodedata.category(ch) in _BLANK_CATEGORIES:
+            continue
+        return True
+    return False
 
 
 def id_problem(id: str) -> str | None:
     """Why ``id`` cannot be a memory id (``None`` when it can): the one rule every interface
     (API, CLI, MCP, adapters, import) applies. Ids look like ``kind:slug``: no whitespace, and at
     least one visible character (not only zero-width, format or non-characters)."""
+    if not has_visible_chars(id):
+        shown = " ".join(f"U+{ord(c):04X}" for c in id[:6]) + (" ..." if len(id) > 6 else "")
+        return (
+            f"memory id has no visible characters (only {shown}: zero-width, format or "
+            "non-characters such as U+200B, U+FEFF, U+FFFF): ids look like 'kind:slug'"
+        )
     if any(c.isspace() or unicodedata.category(c) in ("Zs", "Zl", "Zp") for c in id):
         hint = "-".join(id.split())
         return (
             f"memory id {id[:60]!r} contains whitespace: ids look like 'kind:slug', with '-' "
             f"between words (e.g. {hint[:60]!r})"
         )
-    if all(unicodedata.category(c) in _INVISIBLE or _is_noncharacter(c) for c in id):
-        return (
-            f"memory id {id[:60]!r} has no visible characters (only zero-width, format or "
-            "non-characters): ids look like 'kind:slug'"
-        )
     return None
-
-
-def _is_noncharacter(c: str) -> bool:
-    o = ord(c)
-    return 0xFDD0 <= o <= 0xFDEF or (o & 0xFFFE) == 0xFFFE
