@@ -148,7 +148,8 @@ def test_the_issues_catalog_entry_error_is_reproduced_and_mended(tmp_path: Path)
         KuzuStore(db).close()
     assert _ids_present(db, ids) == len(ids)
     with Brain.open(db, namespace="t") as b:  # the committed update survived the rebuild
-        assert [h.id for h in b.recall("lighthouse", 3, depth=3)] == ["note:1"]
+        assert b.recall("lighthouse", 3, depth=3)[0].id == "note:1"
+        assert b.get("note:1").text == "changed lighthouse words"
     assert diagnose(db).ok
 
 

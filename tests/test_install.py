@@ -76,5 +76,6 @@ def test_the_all_extra_installs_what_the_readme_snippets_import() -> None:
         "langchain",
         "llamaindex",
         "mcp",
+        "ui",
     }
     assert "pip install ebb-memory " not in readme  # not on a package index: from a checkout
