@@ -1007,6 +1007,74 @@ def import_cmd(c: Ctx, src: str, into: str | None, as_json: bool) -> None:
         )
 
 
+@main.command("ingest")
+@click.argument("path", type=click.Path())
+@click.option(
+    "--by",
+    type=click.Choice(["file", "section"]),
+    default="file",
+    show_default=True,
+    help="One memory per file, or one per heading section.",
+)
+@click.option("--kind", default="note", show_default=True, help="Kind of the memories.")
+@click.option("--dry-run", is_flag=True, help="Say what would be added or updated; change nothing.")
+@json_option
+@pass_ctx
+@handle_errors
+def ingest_cmd(c: Ctx, path: str, by: str, kind: str, dry_run: bool, as_json: bool) -> None:
+    """Bring in a text or Markdown file, or a folder of notes (.md, .markdown, .txt).
+
+    Each file becomes a memory (--by section: each heading section), as of the file's
+    modification time, with id note:FOLDER/FILE. [[wikilinks]] and relative links like
+    [x](other.md) between the notes become links. Run it again after editing: unchanged notes are
+    left alone, changed ones become new versions (`ebb history ID`). Exit 2 if a file could not
+    be read (the others still go in).
+    """
+    from .ingest import ingest
+
+    if dry_run:
+        try:
+            with c.brain(create=False) as b:
+                report = ingest(b, path, by=by, kind=kind, dry_run=True)
+        except NoStore:
+            report = ingest(None, path, by=by, kind=kind, dry_run=True)
+    elif as_json:
+        with c.brain() as b:
+            report = ingest(b, path, by=by, kind=kind)
+    else:
+        from rich.progress import Progress
+
+        with c.brain() as b:
+            console = err._get()  # type: ignore[attr-defined]
+            with Progress(console=console, transient=True) as bar:
+                task = bar.add_task("ingesting", total=None)
+
+                def step(done: int, total: int) -> None:
+                    bar.update(task, completed=done, total=total)
+
+                report = ingest(b, path, by=by, kind=kind, progress=step)
+    for s in report.skipped:
+        label = "error" if s.problem else "skipped"
+        click.echo(f"{label}: {s.reason if s.problem else s.path + ': ' + s.reason}", err=True)
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        verb = "would ingest" if dry_run else "ingested"
+        out.print(
+            f"{verb} {report.files} files from {report.root} (by {report.by}): "
+            f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
+            f"{report.links} links, {report.links_unresolved} links to notes not ingested, "
+            f"{len(report.skipped)} skipped",
+            markup=False,
+        )
+        for src, target in report.unresolved[:10]:
+            out.print(f"  not linked: {src} -> {target}", markup=False, style="dim")
+        if len(report.unresolved) > 10:
+            out.print(f"  ... and {len(report.unresolved) - 10} more (--json lists all)")
+    if report.problems:
+        raise SystemExit(EXIT_INPUT)
+
+
 def _kuzu_path(c: Ctx) -> str:
     from .backends import DEFAULT_PATH
 
