@@ -292,6 +292,7 @@ def test_ebb_ingest_prints_counts_and_json(tmp_path: Path, notes: Path) -> None:
     result = runner.invoke(main, ["--db", db, "ingest", str(notes)])
     assert result.exit_code == 0, result.output
     assert "ingested 4 files" in result.stdout and "4 added" in result.stdout
+    assert "links: 4 made, 1 to notes not ingested" in result.stdout
     assert "not linked: note:beta-note -> nowhere" in result.stdout
     result = runner.invoke(main, ["--db", db, "ingest", str(notes), "--json"])
     counts = json.loads(result.stdout)

@@ -1060,11 +1060,16 @@ def ingest_cmd(c: Ctx, path: str, by: str, kind: str, dry_run: bool, as_json: bo
         emit_json(report.as_dict())
     else:
         verb = "would ingest" if dry_run else "ingested"
+        unit = "file" if report.by == "file" else "heading section"
         out.print(
-            f"{verb} {report.files} files from {report.root} (by {report.by}): "
+            f"{verb} {report.files} files from {report.root} (one memory per {unit}): "
             f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
-            f"{report.links} links, {report.links_unresolved} links to notes not ingested, "
             f"{len(report.skipped)} skipped",
+            markup=False,
+        )
+        made = "would be made" if dry_run else "made"
+        out.print(
+            f"links: {report.links} {made}, {report.links_unresolved} to notes not ingested",
             markup=False,
         )
         for src, target in report.unresolved[:10]:
