@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from ebb_core import Brain
+from ebb_core import ingest as ebb_ingest
 from ebb_core.cli import main
 from ebb_core.errors import InvalidInput, NotFound
 from ebb_core.ingest import ingest, note_id
@@ -49,6 +50,14 @@ def links_from(brain: Brain, id: str, kind: str = "links_to") -> dict[str, datet
     }
 
 
+@pytest.fixture(params=["one-by-one", "bulk"])
+def bulk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """New notes go in by ``remember`` one by one, or (many at once) as one import: the same
+    memories, times and links either way."""
+    monkeypatch.setattr(ebb_ingest, "BULK_MIN", 1 if request.param == "bulk" else 10**9)
+    return str(request.param)
+
+
 @pytest.fixture
 def notes(tmp_path: Path) -> Path:
     root = tmp_path / "notes"
@@ -74,7 +83,7 @@ def notes(tmp_path: Path) -> Path:
 
 
 def test_a_folder_becomes_one_memory_per_note_with_ids_from_paths(
-    kuzu_brain: Brain, notes: Path
+    kuzu_brain: Brain, notes: Path, bulk: str
 ) -> None:
     report = ingest(kuzu_brain, notes)
     assert (report.files, report.added, report.updated, report.unchanged) == (4, 4, 0, 0)
@@ -87,7 +96,9 @@ def test_a_folder_becomes_one_memory_per_note_with_ids_from_paths(
     assert note_id("meetings/Kick off (v2).md") == "note:meetings/kick-off-v2"
 
 
-def test_the_files_modification_time_is_the_memorys_time(kuzu_brain: Brain, notes: Path) -> None:
+def test_the_files_modification_time_is_the_memorys_time(
+    kuzu_brain: Brain, notes: Path, bulk: str
+) -> None:
     ingest(kuzu_brain, notes)
     for id, n in (("note:alpha", 1), ("note:beta-note", 2), ("note:sub/gamma", 3)):
         node = kuzu_brain.get(id)
@@ -95,7 +106,7 @@ def test_the_files_modification_time_is_the_memorys_time(kuzu_brain: Brain, note
 
 
 def test_wikilinks_and_relative_links_become_links_others_are_counted(
-    kuzu_brain: Brain, notes: Path
+    kuzu_brain: Brain, notes: Path, bulk: str
 ) -> None:
     report = ingest(kuzu_brain, notes)
     # alpha -> beta (wikilink by name), alpha -> gamma (relative), beta -> alpha (alias),
@@ -114,7 +125,9 @@ def test_wikilinks_and_relative_links_become_links_others_are_counted(
     assert kuzu_brain.get("note:alpha").degree == 4  # two out, two in
 
 
-def test_re_ingesting_unchanged_notes_does_nothing(kuzu_brain: Brain, notes: Path) -> None:
+def test_re_ingesting_unchanged_notes_does_nothing(
+    kuzu_brain: Brain, notes: Path, bulk: str
+) -> None:
     ingest(kuzu_brain, notes)
     before = [n.model_dump() for n in kuzu_brain.memories()]
     log = kuzu_brain.audit_log(1000)
@@ -129,7 +142,7 @@ def test_re_ingesting_unchanged_notes_does_nothing(kuzu_brain: Brain, notes: Pat
 
 
 def test_a_changed_note_becomes_a_new_version_under_the_same_id(
-    kuzu_brain: Brain, notes: Path
+    kuzu_brain: Brain, notes: Path, bulk: str
 ) -> None:
     ingest(kuzu_brain, notes)
     write(notes, "Beta Note.md", "# Beta\nNow about [[sub/gamma]] instead.\n", day(9))
@@ -152,7 +165,7 @@ def test_a_changed_note_becomes_a_new_version_under_the_same_id(
 
 
 def test_a_note_that_arrives_later_is_linked_from_unchanged_ones(
-    kuzu_brain: Brain, notes: Path
+    kuzu_brain: Brain, notes: Path, bulk: str
 ) -> None:
     ingest(kuzu_brain, notes)
     write(notes, "nowhere.md", "Now it exists.\n", day(10))
@@ -163,7 +176,7 @@ def test_a_note_that_arrives_later_is_linked_from_unchanged_ones(
 
 
 def test_sections_mode_makes_one_memory_per_heading_section(
-    kuzu_brain: Brain, tmp_path: Path
+    kuzu_brain: Brain, tmp_path: Path, bulk: str
 ) -> None:
     root = tmp_path / "doc"
     write(

@@ -35,6 +35,8 @@ running it again finishes the rest (what is in is unchanged, so it is skipped).
 from __future__ import annotations
 
 import hashlib
+import io
+import json
 import os
 import posixpath
 import re
@@ -58,6 +60,8 @@ LINK_KIND = "links_to"
 PART_KIND = "part_of"
 BY_CHOICES = ("file", "section")
 ACTOR = "ingest"
+#: this many new memories (or more) go in as one import instead of one remember each
+BULK_MIN = 50
 
 Progress = Callable[[int, int], None]
 """A progress callback: ``(done, total)``."""
@@ -130,6 +134,7 @@ class _Piece:
     #: link targets as written: (kind "wiki" or "md", target, anchor)
     refs: list[tuple[str, str, str]]
     head: str | None = None  # in section mode: the id of the file's first section
+    kind: str = "note"
 
 
 @dataclass
@@ -312,6 +317,7 @@ def _file_pieces(path: Path, rel: str, by: str, kind: str) -> _File:
         for p in pieces[1:]:
             p.head = stem_id
     for p in pieces:
+        p.kind = kind
         if len(p.text) > MAX_TEXT_LEN:
             where = f"its section {p.section!r}" if p.section else "it"
             hint = "" if by == "section" else ": ingest it with --by section"
@@ -505,10 +511,17 @@ def ingest(
     if brain is None:
         raise InvalidInput("ingest needs a store to write into (or dry_run=True)", field="brain")
 
+    new = [p for _, changed in todo for p in changed if p.id not in existing]
+    imported: set[str] = set()
+    if len(new) >= BULK_MIN:
+        imported = _bulk_add(brain, new, wanted)
+        report.written.extend(p.id for p in new)
     total = len(todo)
     written: dict[str, _Piece] = {}
     for done, (_f, changed) in enumerate(todo, 1):
         for p in changed:
+            if p.id in imported:
+                continue
             brain.remember(
                 p.text,
                 kind=kind,
@@ -525,6 +538,8 @@ def ingest(
     # links as of its own time (a remember of the same text is no new version); one that did
     # not change gets only the links that are new (a target that arrived), as of now.
     for src, kinds in wanted.items():
+        if src in imported:
+            continue  # its links came with it
         for k, dsts in kinds.items():
             if src in written:
                 p = written[src]
@@ -543,6 +558,43 @@ def ingest(
                     if (src, dst, k) not in had:
                         brain.connect(src, dst, kind=k, actor=ACTOR)
     return report
+
+
+def _bulk_add(brain: Brain, new: list[_Piece], wanted: dict[str, dict[str, list[str]]]) -> set[str]:
+    """Add many new memories, and their links, in one import (one transaction, scores computed
+    once): what ``remember`` one by one would store, ~10x faster for a first ingest. Their links
+    go to memories that are new too or already stored."""
+    lines: list[dict[str, Any]] = []
+    for p in new:
+        when = p.at.isoformat()
+        lines.append(
+            {
+                "type": "node",
+                "id": p.id,
+                "kind": p.kind,
+                "text": p.text,
+                "props": _props(p),
+                "created_at": when,
+                "updated_at": when,
+                "last_read_at": when,
+            }
+        )
+        for k, dsts in wanted.get(p.id, {}).items():
+            lines.extend(
+                {
+                    "type": "edge",
+                    "src": p.id,
+                    "dst": dst,
+                    "kind": k,
+                    "weight": 1.0,
+                    "created_at": when,
+                    "reinforced_at": when,
+                }
+                for dst in dsts
+            )
+    text = "\n".join(json.dumps(line, ensure_ascii=False) for line in lines) + "\n"
+    brain.import_(io.StringIO(text), namespace=brain.namespace)
+    return {p.id for p in new}
 
 
 def _props(p: _Piece) -> dict[str, Any]:
