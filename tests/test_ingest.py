@@ -52,9 +52,11 @@ def links_from(brain: Brain, id: str, kind: str = "links_to") -> dict[str, datet
 
 @pytest.fixture(params=["one-by-one", "bulk"])
 def bulk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """New notes go in by ``remember`` one by one, or (many at once) as one import: the same
-    memories, times and links either way."""
-    monkeypatch.setattr(ebb_ingest, "BULK_MIN", 1 if request.param == "bulk" else 10**9)
+    """New notes go in by ``remember`` one by one, or (many at once) as one import, and stored
+    links are looked up per note or by one scan: the same memories, times and links either way."""
+    many = request.param == "bulk"
+    monkeypatch.setattr(ebb_ingest, "BULK_MIN", 1 if many else 10**9)
+    monkeypatch.setattr(ebb_ingest, "SCAN_MIN", 1 if many else 10**9)
     return str(request.param)
 
 
