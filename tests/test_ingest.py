@@ -359,3 +359,17 @@ def test_the_shipped_example_notes_ingest_as_the_readme_shows(tmp_path: Path) ->
         1,
     )
     assert counts["unresolved"] == [{"from": "note:risks", "target": "vendor contract"}]
+
+
+def test_tables_show_wikilinks_and_brackets_as_typed(tmp_path: Path) -> None:
+    notes = tmp_path / "n"
+    write(notes, "mara.md", "[[roadmap]], [b]x[/b] money.\n")
+    write(notes, "roadmap.md", "March.\n")
+    runner = CliRunner()
+    db = str(tmp_path / "t.kuzu")
+    assert runner.invoke(main, ["--db", db, "ingest", str(notes)]).exit_code == 0
+    for args in (["list"], ["top"]):
+        result = runner.invoke(main, ["--db", db, *args])
+        assert "[[roadmap]], [b]x[/b] money." in result.stdout, args
+    result = runner.invoke(main, ["--db", db, "recall", "money", "--no-reinforce"])
+    assert "[[roadmap]]" in result.stdout  # the cell is narrow: the start of it

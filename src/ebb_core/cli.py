@@ -307,8 +307,12 @@ def _node_table(rows: list[Any], title: str | None = None) -> Table:
 
 
 def _short(text: str, n: int = 80) -> str:
+    """The text on one line, cut to ``n`` characters, for a table cell: brackets stay as typed
+    (``[[roadmap]]`` is not rich markup)."""
+    from rich.markup import escape
+
     text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "…"
+    return escape(text if len(text) <= n else text[: n - 1] + "…")
 
 
 @main.command()
