@@ -373,3 +373,29 @@ def test_tables_show_wikilinks_and_brackets_as_typed(tmp_path: Path) -> None:
         assert "[[roadmap]], [b]x[/b] money." in result.stdout, args
     result = runner.invoke(main, ["--db", db, "recall", "money", "--no-reinforce"])
     assert "[[roadmap]]" in result.stdout  # the cell is narrow: the start of it
+
+
+def test_names_resolve_like_obsidian_and_alike_names_get_distinct_ids(
+    kuzu_brain: Brain, tmp_path: Path
+) -> None:
+    root = tmp_path / "vault"
+    write(root, "a/todo.md", "A's list.\n")
+    write(root, "b/deep/todo.md", "B's list.\n")
+    write(root, "a/x.md", "Mine: [[todo]]. Theirs: [[b/deep/todo]]. [sp](<../My Note.md>)\n")
+    write(root, "top.md", "Nearest by path: [[Todo]]; [enc](My%20Note.md); [[todo.md]].\n")
+    write(root, "My Note.md", "spaces\n")
+    write(root, "my-note.md", "dashes\n")
+    report = ingest(kuzu_brain, root)
+    assert report.added == 6 and report.links_unresolved == 0
+    assert links_from(kuzu_brain, "note:a/x") == {
+        "note:a/todo": day(1),
+        "note:b/deep/todo": day(1),
+        "note:my-note": day(1),
+    }
+    assert set(links_from(kuzu_brain, "note:top")) == {"note:a/todo", "note:my-note"}
+    # "My Note.md" and "my-note.md" slug alike: the second in path order gets a hash of its path
+    others = [n for n in kuzu_brain.memories() if n.id.startswith("note:my-note-")]
+    assert len(others) == 1 and others[0].props["source"] == "my-note.md"
+    assert kuzu_brain.get("note:my-note").props["source"] == "My Note.md"
+    again = ingest(kuzu_brain, root)
+    assert (again.added, again.unchanged) == (0, 6)  # the same ids the second time
