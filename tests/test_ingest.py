@@ -170,10 +170,14 @@ def test_a_note_that_arrives_later_is_linked_from_unchanged_ones(
     kuzu_brain: Brain, notes: Path, bulk: str
 ) -> None:
     ingest(kuzu_brain, notes)
+    kuzu_brain.clock.advance(days=1)  # type: ignore[attr-defined]
+    used = kuzu_brain.reinforce("note:beta-note")  # used since it was ingested
     write(notes, "nowhere.md", "Now it exists.\n", day(10))
     report = ingest(kuzu_brain, notes)
     assert (report.added, report.unchanged, report.links) == (1, 4, 1)
-    assert "note:nowhere" in links_from(kuzu_brain, "note:beta-note")
+    # a note used since it was written gets its new link as of now (its clocks never go back)
+    assert links_from(kuzu_brain, "note:beta-note")["note:nowhere"] == kuzu_brain.clock.now()
+    assert kuzu_brain.get("note:beta-note").last_read_at == used.last_read_at
     assert len(kuzu_brain.history("note:beta-note")) == 1  # linked, not rewritten
 
 
@@ -399,3 +403,23 @@ def test_names_resolve_like_obsidian_and_alike_names_get_distinct_ids(
     assert kuzu_brain.get("note:my-note").props["source"] == "My Note.md"
     again = ingest(kuzu_brain, root)
     assert (again.added, again.unchanged) == (0, 6)  # the same ids the second time
+
+
+def test_an_interrupted_ingest_keeps_what_it_wrote_and_a_rerun_finishes(
+    kuzu_brain: Brain, notes: Path
+) -> None:
+    def stop_after_two(done: int, total: int) -> None:
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        ingest(kuzu_brain, notes, progress=stop_after_two)
+    assert len(kuzu_brain.memories()) == 2
+    log = kuzu_brain.audit_log(100)
+    report = ingest(kuzu_brain, notes)
+    assert kuzu_brain.audit_log(100) == log  # no new version of what was in
+    assert (report.added, report.unchanged, report.links) == (2, 2, 4)
+    assert links_from(kuzu_brain, "note:alpha") == {
+        "note:beta-note": day(1),
+        "note:sub/gamma": day(1),
+    }  # a note untouched since it went in gets its links as of its own time

@@ -1034,6 +1034,19 @@ def ingest_cmd(c: Ctx, path: str, by: str, kind: str, dry_run: bool, as_json: bo
     left alone, changed ones become new versions (`ebb history ID`). Exit 2 if a file could not
     be read (the others still go in).
     """
+    try:
+        report = _ingest(c, path, by, kind, dry_run, as_json)
+    except KeyboardInterrupt:
+        _fail(
+            "interrupted: the notes written before Ctrl-C are stored, the one in progress was "
+            "rolled back; run the same `ebb ingest` again to finish (what is in is skipped)",
+            EXIT_INTERRUPTED,
+        )
+        return
+    _ingest_shown(report, dry_run, as_json)
+
+
+def _ingest(c: Ctx, path: str, by: str, kind: str, dry_run: bool, as_json: bool) -> Any:
     from .ingest import ingest
 
     if dry_run:
@@ -1057,6 +1070,10 @@ def ingest_cmd(c: Ctx, path: str, by: str, kind: str, dry_run: bool, as_json: bo
                     bar.update(task, completed=done, total=total)
 
                 report = ingest(b, path, by=by, kind=kind, progress=step)
+    return report
+
+
+def _ingest_shown(report: Any, dry_run: bool, as_json: bool) -> None:
     for s in report.skipped:
         label = "error" if s.problem else "skipped"
         click.echo(f"{label}: {s.reason if s.problem else s.path + ': ' + s.reason}", err=True)

@@ -505,7 +505,7 @@ def ingest(
                 if dst != p.id and dst not in kinds.get(LINK_KIND, []):
                     kinds.setdefault(LINK_KIND, []).append(dst)
     report.links_unresolved = len(report.unresolved)
-    had = _existing_links(brain, [i for i in wanted if i in existing]) if brain else set()
+    had = _existing_links(brain, [i for i in wanted if i in existing]) if brain else {}
     for src, kinds in wanted.items():
         for k, dsts in kinds.items():
             report.links += sum((src, dst, k) not in had for dst in dsts)
@@ -537,27 +537,39 @@ def ingest(
             report.written.append(p.id)
         if progress is not None:
             progress(done, total)
-    # Links once every memory exists (notes link in cycles). A note written now re-states its
-    # links as of its own time (a remember of the same text is no new version); one that did
-    # not change gets only the links that are new (a target that arrived), as of now.
+    # Links once every memory exists (notes link in cycles), as of the note's own time: a
+    # remember of the same text at the same time adds them and changes nothing else (no new
+    # version, no read). That holds for a note written now and for one untouched since it was
+    # written (an earlier ingest stopped before its links); a note used since then gets its
+    # new links (a target that arrived) as of now, so that its clocks never run backwards.
+    pieces = {p.id: p for f, _ in todo for p in f.pieces}
     for src, kinds in wanted.items():
         if src in imported:
             continue  # its links came with it
+        p = pieces[src]
+        old = existing.get(src)
+        when = p.at if src in written or old is None else old.updated_at
+        as_written = src in written or (
+            old is not None and old.last_read_at == old.updated_at and old.tier == Tier.HOT
+        )
         for k, dsts in kinds.items():
-            if src in written:
-                p = written[src]
+            # links stored later than this version (used since) are left as they are
+            due = [d for d in dsts if (src, d, k) not in had or had[(src, d, k)] < when]
+            if not due:
+                continue
+            if as_written:
                 brain.remember(
                     p.text,
                     kind=kind,
                     id=p.id,
                     props=_props(p),
-                    at=p.at,
-                    links=dsts,
+                    at=when,
+                    links=due,
                     link_kind=k,
                     actor=ACTOR,
                 )
             else:
-                for dst in dsts:
+                for dst in due:
                     if (src, dst, k) not in had:
                         brain.connect(src, dst, kind=k, actor=ACTOR)
     return report
@@ -644,20 +656,21 @@ def _dedupe_ids(files: list[_File]) -> None:
         seen.add(f.stem_id)
 
 
-def _existing_links(brain: Brain, ids: list[str]) -> set[tuple[str, str, str]]:
+def _existing_links(brain: Brain, ids: list[str]) -> dict[tuple[str, str, str], datetime]:
     """The stored ``(src, dst, kind)`` links out of ``ids``: edge by edge for a few notes, one
-    scan of the namespace's edges for many (2,000 notes: 4.7 s of lookups, one scan ~0.1 s)."""
+    scan of the namespace's edges for many (2,000 notes: 4.7 s of lookups, one scan ~0.1 s),
+    each with the time it was last reinforced."""
     if not ids:
-        return set()
+        return {}
     if len(ids) < SCAN_MIN:
         return {
-            (inc.edge.src, inc.edge.dst, inc.edge.kind)
+            (inc.edge.src, inc.edge.dst, inc.edge.kind): inc.edge.reinforced_at
             for inc in brain.store.incident(brain.namespace, ids)
             if inc.edge.src == inc.node_id
         }
     sources = set(ids)
     return {
-        (e.src, e.dst, e.kind)
+        (e.src, e.dst, e.kind): e.reinforced_at
         for batch in brain.store.scan_edges(brain.namespace)
         for e in batch
         if e.src in sources
