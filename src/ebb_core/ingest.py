@@ -459,7 +459,7 @@ def ingest(
     _dedupe_ids(files)
 
     ids = [p.id for f in files for p in f.pieces]
-    existing = brain.store.get_nodes(brain.namespace, ids) if brain and ids else {}
+    existing = _existing_nodes(brain, ids) if brain and ids else {}
     # What to write: a new or changed text; a piece whose memory waits in the review queue (or
     # was not ingested from this file) is refused with its whole file.
     todo: list[tuple[_File, list[_Piece]]] = []
@@ -656,13 +656,35 @@ def _dedupe_ids(files: list[_File]) -> None:
         seen.add(f.stem_id)
 
 
+def _scan_pays(brain: Brain, ids: list[str]) -> bool:
+    """Whether reading the whole namespace beats looking ``ids`` up one by one: a lookup costs
+    about as much as reading ten memories in a scan."""
+    if len(ids) < SCAN_MIN:
+        return False
+    return brain.store.counts(brain.namespace).nodes <= 10 * len(ids)
+
+
+def _existing_nodes(brain: Brain, ids: list[str]) -> dict[str, Any]:
+    """The stored memories among ``ids``: by id for a few, one scan of the namespace for many
+    (2,000 notes: 2,000 lookups ~0.6-1.5 s, one scan ~0.2 s)."""
+    if not _scan_pays(brain, ids):
+        return brain.store.get_nodes(brain.namespace, ids)
+    wanted = set(ids)
+    return {
+        n.id: n
+        for batch in brain.store.scan_nodes(brain.namespace)
+        for n in batch
+        if n.id in wanted
+    }
+
+
 def _existing_links(brain: Brain, ids: list[str]) -> dict[tuple[str, str, str], datetime]:
     """The stored ``(src, dst, kind)`` links out of ``ids``: edge by edge for a few notes, one
     scan of the namespace's edges for many (2,000 notes: 4.7 s of lookups, one scan ~0.1 s),
     each with the time it was last reinforced."""
     if not ids:
         return {}
-    if len(ids) < SCAN_MIN:
+    if not _scan_pays(brain, ids):
         return {
             (inc.edge.src, inc.edge.dst, inc.edge.kind): inc.edge.reinforced_at
             for inc in brain.store.incident(brain.namespace, ids)
