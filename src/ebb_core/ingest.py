@@ -521,18 +521,26 @@ def ingest(
         report.written.extend(p.id for p in new)
     total = len(todo)
     written: dict[str, _Piece] = {}
+    stored = set(existing) | imported
+    linked: set[tuple[str, str, str]] = set()  # links made with their note's remember
     for done, (_f, changed) in enumerate(todo, 1):
         for p in changed:
             if p.id in imported:
                 continue
+            # its links to notes already stored go with it (one remember, not two)
+            now_linkable = [d for d in wanted.get(p.id, {}).get(LINK_KIND, []) if d in stored]
             brain.remember(
                 p.text,
                 kind=kind,
                 id=p.id,
                 props=_props(p),
                 at=p.at,
+                links=now_linkable,
+                link_kind=LINK_KIND,
                 actor=ACTOR,
             )
+            linked.update((p.id, d, LINK_KIND) for d in now_linkable)
+            stored.add(p.id)
             written[p.id] = p
             report.written.append(p.id)
         if progress is not None:
@@ -554,7 +562,11 @@ def ingest(
         )
         for k, dsts in kinds.items():
             # links stored later than this version (used since) are left as they are
-            due = [d for d in dsts if (src, d, k) not in had or had[(src, d, k)] < when]
+            due = [
+                d
+                for d in dsts
+                if (src, d, k) not in linked and ((src, d, k) not in had or had[(src, d, k)] < when)
+            ]
             if not due:
                 continue
             if as_written:
