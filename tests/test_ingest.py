@@ -424,3 +424,19 @@ def test_an_interrupted_ingest_keeps_what_it_wrote_and_a_rerun_finishes(
         "note:beta-note": day(1),
         "note:sub/gamma": day(1),
     }  # a note untouched since it went in gets its links as of its own time
+
+
+def test_ingest_works_the_same_on_every_backend(brain: Brain, tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    write(root, "a.md", "# A\n[[b]] and [c](c.md) and [[gone]].\n", day(1))
+    write(root, "b.md", "# B\nBack to [[a]].\n", day(2))
+    write(root, "c.md", "# C\n", day(3))
+    report = ingest(brain, root)
+    assert (report.added, report.links, report.links_unresolved) == (3, 3, 1)
+    assert links_from(brain, "note:a") == {"note:b": day(1), "note:c": day(1)}
+    assert brain.get("note:b").created_at == day(2)
+    again = ingest(brain, root)
+    assert (again.added, again.updated, again.unchanged, again.links) == (0, 0, 3, 0)
+    write(root, "c.md", "# C\nnow with text\n", day(4))
+    assert ingest(brain, root).updated == 1
+    assert [v.text for v in brain.history("note:c")] == ["# C\n", "# C\nnow with text\n"]
