@@ -426,7 +426,7 @@ def test_an_interrupted_ingest_keeps_what_it_wrote_and_a_rerun_finishes(
     }  # a note untouched since it went in gets its links as of its own time
 
 
-def test_ingest_works_the_same_on_every_backend(brain: Brain, tmp_path: Path) -> None:
+def test_ingest_works_the_same_on_every_backend(brain: Brain, tmp_path: Path, bulk: str) -> None:
     root = tmp_path / "notes"
     write(root, "a.md", "# A\n[[b]] and [c](c.md) and [[gone]].\n", day(1))
     write(root, "b.md", "# B\nBack to [[a]].\n", day(2))
