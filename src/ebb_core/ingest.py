@@ -4,7 +4,7 @@
 >>> from ebb_core.ingest import ingest
 >>> brain = Brain.open("./ebb_db")                      # doctest: +SKIP
 >>> ingest(brain, "examples/notes").added               # doctest: +SKIP
-6
+7
 
 One memory per file by default (``by="file"``): a note is the unit people write, name and link
 to (``[[kickoff]]`` names a file), so its id stays put when a heading is renamed and recall
