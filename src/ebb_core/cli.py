@@ -307,8 +307,12 @@ def _node_table(rows: list[Any], title: str | None = None) -> Table:
 
 
 def _short(text: str, n: int = 80) -> str:
+    """The text on one line, cut to ``n`` characters, for a table cell: brackets stay as typed
+    (``[[roadmap]]`` is not rich markup)."""
+    from rich.markup import escape
+
     text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "…"
+    return escape(text if len(text) <= n else text[: n - 1] + "…")
 
 
 @main.command()
@@ -1005,6 +1009,96 @@ def import_cmd(c: Ctx, src: str, into: str | None, as_json: bool) -> None:
             f"{counts['audit']} audit entries {where}",
             markup=False,
         )
+
+
+@main.command("ingest")
+@click.argument("path", type=click.Path())
+@click.option(
+    "--by",
+    type=click.Choice(["file", "section"]),
+    default="file",
+    show_default=True,
+    help="One memory per file, or one per heading section.",
+)
+@click.option("--kind", default="note", show_default=True, help="Kind of the memories.")
+@click.option("--dry-run", is_flag=True, help="Say what would be added or updated; change nothing.")
+@json_option
+@pass_ctx
+@handle_errors
+def ingest_cmd(c: Ctx, path: str, by: str, kind: str, dry_run: bool, as_json: bool) -> None:
+    """Bring in a text or Markdown file, or a folder of notes (.md, .markdown, .txt).
+
+    Each file becomes a memory (--by section: each heading section), as of the file's
+    modification time, with id note:FOLDER/FILE. [[wikilinks]] and relative links like
+    [x](other.md) between the notes become links. Run it again after editing: unchanged notes are
+    left alone, changed ones become new versions (`ebb history ID`). Exit 2 if a file could not
+    be read (the others still go in).
+    """
+    try:
+        report = _ingest(c, path, by, kind, dry_run, as_json)
+    except KeyboardInterrupt:
+        _fail(
+            "interrupted: the notes written before Ctrl-C are stored, the one in progress was "
+            "rolled back; run the same `ebb ingest` again to finish (what is in is skipped)",
+            EXIT_INTERRUPTED,
+        )
+        return
+    _ingest_shown(report, dry_run, as_json)
+
+
+def _ingest(c: Ctx, path: str, by: str, kind: str, dry_run: bool, as_json: bool) -> Any:
+    from .ingest import ingest
+
+    if dry_run:
+        try:
+            with c.brain(create=False) as b:
+                report = ingest(b, path, by=by, kind=kind, dry_run=True)
+        except NoStore:
+            report = ingest(None, path, by=by, kind=kind, dry_run=True)
+    elif as_json:
+        with c.brain() as b:
+            report = ingest(b, path, by=by, kind=kind)
+    else:
+        from rich.progress import Progress
+
+        with c.brain() as b:
+            console = err._get()  # type: ignore[attr-defined]
+            with Progress(console=console, transient=True) as bar:
+                task = bar.add_task("ingesting", total=None)
+
+                def step(done: int, total: int) -> None:
+                    bar.update(task, completed=done, total=total)
+
+                report = ingest(b, path, by=by, kind=kind, progress=step)
+    return report
+
+
+def _ingest_shown(report: Any, dry_run: bool, as_json: bool) -> None:
+    for s in report.skipped:
+        label = "error" if s.problem else "skipped"
+        click.echo(f"{label}: {s.reason if s.problem else s.path + ': ' + s.reason}", err=True)
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        verb = "would ingest" if dry_run else "ingested"
+        unit = "file" if report.by == "file" else "heading section"
+        out.print(
+            f"{verb} {report.files} files from {report.root} (one memory per {unit}): "
+            f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
+            f"{len(report.skipped)} skipped",
+            markup=False,
+        )
+        made = "would be made" if dry_run else "made"
+        out.print(
+            f"links: {report.links} {made}, {report.links_unresolved} to notes not ingested",
+            markup=False,
+        )
+        for src, target in report.unresolved[:10]:
+            out.print(f"  not linked: {src} -> {target}", markup=False, style="dim")
+        if len(report.unresolved) > 10:
+            out.print(f"  ... and {len(report.unresolved) - 10} more (--json lists all)")
+    if report.problems:
+        raise SystemExit(EXIT_INPUT)
 
 
 def _kuzu_path(c: Ctx) -> str:
