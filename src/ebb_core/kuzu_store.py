@@ -75,6 +75,9 @@ _SCHEMA = [
 ]
 
 
+_TABLES = ("Memory", "Link", "Audit", "Meta")  # what each statement of _SCHEMA creates
+
+
 def uid(namespace: str, id: str) -> str:
     return f"{namespace}{SEP}{id}"
 
@@ -571,8 +574,9 @@ class KuzuStore(GraphStore):
     def _ensure_schema(self) -> None:
         with self._lock:
             existing = {r[0] for r in self._rows("CALL show_tables() RETURN name")}
-            for ddl in _SCHEMA:
-                self._exec(ddl)
+            for name, ddl in zip(_TABLES, _SCHEMA, strict=True):
+                if name not in existing:  # each DDL commits on its own (a WAL record each)
+                    self._exec(ddl)
             version = self.get_meta("schema_version")
             if "Memory" not in existing or (
                 version is None and not self._rows("MATCH (m:Memory) RETURN m.uid LIMIT 1")
