@@ -374,21 +374,9 @@ class Brain:
     ) -> None:
         """Use lifts a node out of warm or cold at once (never above its tier in ``caps``);
         demotion waits for ``maintain``."""
-        changes, audits = self._promotions(nodes, keys, caps)
-        if changes:
-            self._s.store.update_nodes(self._ns, changes)
-            self._audit(audits)
-
-    def _promotions(
-        self,
-        nodes: Mapping[str, Node],
-        keys: Mapping[str, float],
-        caps: Mapping[str, Tier] | None = None,
-    ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
-        """What :meth:`_promote` writes: tier changes and their audit entries."""
         cfg, mx = self._s.config, self._ref_key()
         changes: dict[str, dict[str, Any]] = {}
-        audits: list[dict[str, Any]] = []
+        audits = []
         for i, n in nodes.items():
             if n.tier in (Tier.WARM, Tier.COLD):
                 target = scoring.tier_for(scoring.ratio(keys[i], mx), n.pinned, cfg)
@@ -405,7 +393,9 @@ class Brain:
                             "reason": "used",
                         }
                     )
-        return changes, audits
+        if changes:
+            self._s.store.update_nodes(self._ns, changes)
+            self._audit(audits)
 
     def _activation(self, key: float, now_us: int) -> float:
         return key * scoring.scale(now_us, self._s.epoch_us, self._s.config.half_life_us)
@@ -951,17 +941,12 @@ class Brain:
         now_us: int,
         shares: Mapping[str, float] | None = None,
         caps: Mapping[str, Tier] | None = None,
-        *,
-        final: bool = False,
     ) -> None:
         """Reset the read clock of ``nodes`` (what recall and read return), then re-tier them.
 
         ``shares`` gives a node a part of a full reinforcement (recall reinforces its top hit
         fully and its tail less; see :func:`scoring.partial_read_us`); ``caps`` keeps a node
         from being lifted above a tier (a superseded memory never returns to hot by use).
-        ``final``: the caller's transaction does nothing after this, so when nothing is
-        promoted the clocks are written as one final event (one statement that commits itself
-        on Kùzu, where per-memory statements with BEGIN and COMMIT cost ~1 ms more).
         """
         cfg = self._s.config
         read = {
@@ -973,19 +958,7 @@ class Brain:
         # a share too small to move a read clock (already read since) writes nothing
         moved = {i: at for i, at in read.items() if at != _opt_us(nodes[i].last_read_at)}
         keys = {i: n.key for i, n in nodes.items()}
-        if final and moved:
-            changes = self._plan({i: nodes[i] for i in moved}, read=moved)
-            if not any(a.push_delta for a in changes.values()):
-                keys.update(self._new_keys({i: nodes[i] for i in moved}, changes))
-                promoted, audits = self._promotions(nodes, keys, caps)
-                self._s.store.write_event(self._ns, changes=changes, final=not promoted)
-                if promoted:
-                    self._s.store.update_nodes(self._ns, promoted)
-                    self._audit(audits)
-                return
-            self._s.store.adjust(self._ns, changes)
-            keys.update(self._new_keys({i: nodes[i] for i in moved}, changes))
-        elif moved:
+        if moved:
             keys.update(self._adjust({i: nodes[i] for i in moved}, read=moved))
         self._promote(nodes, keys, caps)  # use lifts an archived memory even so
 
@@ -1083,7 +1056,7 @@ class Brain:
                 used = {i: n for i, n in nodes.items() if shares[i] >= cfg.reinforce_min_share}
                 caps = {c.id: Tier.WARM for c, _ in chosen if c.superseded_by}
                 if used:
-                    self._mark_read(used, now_us, shares, caps, final=True)
+                    self._mark_read(used, now_us, shares, caps)
             return hits
 
     def _rank(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import threading
 import warnings
 from collections import OrderedDict
@@ -492,7 +493,7 @@ class KuzuStore(GraphStore):
                 self._prepared.clear()
             self._prepared[query] = stmt
         if not solo:
-            result = self._run(stmt, params)
+            result = self._run(stmt, params, read=_reads_only(query))
         else:
             self.check_room()
             try:
@@ -505,20 +506,24 @@ class KuzuStore(GraphStore):
         except RuntimeError as exc:
             raise storage_error(exc, self._path) from None
 
-    def _run(self, query: Any, params: Mapping[str, Any] | None = None) -> Any:
+    def _run(
+        self, query: Any, params: Mapping[str, Any] | None = None, *, read: bool = False
+    ) -> Any:
         """Execute a statement, first opening the current transaction if it is not open yet.
 
-        Transactions begin lazily: one that only reads never opens (this process is the only
-        writer, so its reads agree), and one whose only write is a final :meth:`write_event`
-        sends that write alone, committed with the statement (see ``transaction``). A Kùzu
-        error comes out as an ``EbbError`` (see :func:`storage_error`).
+        Transactions begin lazily, at their first write (``read``: the statement only reads):
+        one that only reads never opens (this process is the only writer and holds the lock,
+        so its reads agree), and one whose only write is a final :meth:`write_event` sends
+        that write alone, committed with the statement (see ``transaction``). A read after
+        the first write runs inside the transaction, so it sees that write. A Kùzu error
+        comes out as an ``EbbError`` (see :func:`storage_error`).
         """
         if self._depth:
             if self._sealed:
                 raise RuntimeError(  # a bug in the caller, not a storage failure
                     "a statement after a final write_event: that write is already committed"
                 )
-            if not self._begun:
+            if not self._begun and not read:
                 self.check_room()
                 self._exec("BEGIN TRANSACTION")
                 self._begun = True
@@ -750,7 +755,7 @@ class KuzuStore(GraphStore):
                 self._begun = self._sealed = False
                 self._rollback(begun)
                 raise
-            begun, self._depth = self._begun, 0
+            begun, sealed, self._depth = self._begun, self._sealed, 0
             self._begun = self._sealed = False
             if begun:
                 try:
@@ -763,7 +768,8 @@ class KuzuStore(GraphStore):
                     with suppress(EbbError):
                         self._exec("ROLLBACK")
                     raise
-            self._maybe_checkpoint()
+            if begun or sealed:  # a transaction that only read leaves the WAL as it was
+                self._maybe_checkpoint()
 
     def _maybe_checkpoint(self) -> None:
         """Checkpoint once the WAL passes Kùzu's usual threshold (auto-checkpoints are off)...
@@ -2215,6 +2221,18 @@ def storage_error(exc: BaseException, path: str, doing: str = "") -> StorageErro
         "fixes what it can without losing a committed memory",
         path=path,
     )
+
+
+_READ_START = re.compile(r"\s*(MATCH|UNWIND|CALL QUERY_FTS_INDEX|CALL show_)", re.IGNORECASE)
+_WRITE_WORD = re.compile(r"\b(CREATE|MERGE|SET|DELETE|DETACH|REMOVE|COPY|LOAD|DROP|ALTER)\b", re.I)
+
+
+@functools.lru_cache(maxsize=_PREPARED_MAX)
+def _reads_only(query: str) -> bool:
+    """Whether statement ``query`` (one of this module's, never user text) only reads: it
+    starts with MATCH, UNWIND or a read-only CALL and has no writing clause. Anything else
+    counts as a write (and opens the transaction)."""
+    return bool(_READ_START.match(query)) and not _WRITE_WORD.search(query)
 
 
 def _all(result: Any) -> list[list[Any]]:
