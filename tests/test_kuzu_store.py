@@ -300,10 +300,71 @@ def test_the_recall_snapshot_is_taken_by_processes_that_keep_reading(
     monkeypatch.setenv("EBB_KUZU_SNAPSHOT", "1" if snapshot else "0")
     store = KuzuStore(db)
     b = Brain(store, namespace="s")
-    b.recall("memory number", k=3, reinforce=False)  # the recall columns, not the snapshot
+    b.recall("memory number", k=3, reinforce=False)  # a first recall answers from queries
+    assert not store._cache.ready
+    b.recall("memory number", k=3, reinforce=False)  # a second: the columns, not the snapshot
     assert store._cache.ready and store._cache.base is None
     assert b.read(ids, reinforce=False) == expected  # 80 rows read one by one...
     store._rows_cache.clear()
     assert b.read(ids, reinforce=False) == expected  # ...then from the snapshot, if taken
     assert (store._cache.base is not None) is snapshot
     b.close()
+
+
+def test_a_first_recall_without_the_recall_columns_finds_what_they_find(tmp_path: Path) -> None:
+    """A process's first recall answers from queries (no columns built, no numpy or pyarrow);
+    every later one from the recall columns. Both give the same hits, scores and reasons:
+    namespaces crowded by another's hits, tiers, kinds, pins, supersession and spreading."""
+    from datetime import datetime, timezone
+
+    from ebb_core import FixedClock
+
+    db = tmp_path / "cold.kuzu"
+    clock = FixedClock(datetime(2026, 1, 1, tzinfo=timezone.utc))
+    with Brain.open(db, namespace="mine", clock=clock) as b:
+        crowd = b.scoped("crowd")
+        for i in range(300):  # another namespace's hits crowd the index's top
+            crowd.remember(f"pricing plan draft {i}", id=f"note:c{i}")
+        ids = []
+        for i in range(40):
+            kind = ("note", "decision", "fact")[i % 3]
+            links = ids[-2:] if i % 4 else []
+            ids.append(
+                b.remember(
+                    f"pricing review {i} budget", kind=kind, id=f"{kind}:m{i}", links=links
+                ).id
+            )
+            clock.advance(hours=5)
+        b.remember("unrelated words about the budget", id="note:spread", links=ids[:3])
+        b.remember("legacy tariff sheet", id="note:old")
+        b.remember("tariff sheet revised", id="note:new", supersedes=["note:old"])
+        b.pin(ids[7])
+        b.forget(ids[9], reason="stale")
+        b.maintain()
+        clock.advance(days=30)
+        b.maintain()
+    asks = [
+        ("pricing", {}),
+        ("pricing", {"depth": 1}),
+        ("budget review", {"kinds": ["decision"]}),
+        ("pricing budget", {"k": 20, "include_archived": True}),
+        ("draft", {}),
+        ("tariff sheet", {}),
+        ("nothing matches this", {}),
+    ]
+    seen = []
+    for query, options in asks:
+        store = KuzuStore(db)
+        brain = Brain(store, namespace="mine", clock=clock)
+        cold = brain.recall(query, reinforce=False, **options)  # type: ignore[arg-type]
+        assert not store._cache.ready, "a first recall must not build the recall columns"
+        store._ensure_cache()
+        warm = brain.recall(query, reinforce=False, **options)  # type: ignore[arg-type]
+        brain.close()
+        assert [h.model_dump() for h in cold] == [h.model_dump() for h in warm], (query, options)
+        seen += warm
+    # what the comparison covered
+    assert {h.node.namespace for h in seen} == {"mine"}
+    assert any(h.why.spread_from for h in seen) and any(h.why.superseded_by for h in seen)
+    assert any(h.why.live_links for h in seen)
+    assert {h.kind for h in seen} == {"note", "decision", "fact"}

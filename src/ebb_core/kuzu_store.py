@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import threading
 import warnings
 from collections import OrderedDict
@@ -72,6 +74,9 @@ _SCHEMA = [
     "reason STRING, payload STRING)",
     "CREATE NODE TABLE IF NOT EXISTS Meta(key STRING PRIMARY KEY, value STRING)",
 ]
+
+
+_TABLES = ("Memory", "Link", "Audit", "Meta")  # what each statement of _SCHEMA creates
 
 
 def uid(namespace: str, id: str) -> str:
@@ -174,20 +179,20 @@ class _RecallCache:
     """
 
     def __init__(self) -> None:
-        import numpy as np
-
+        # The numpy arrays exist once built (importing numpy costs a one-shot command ~50 ms);
+        # until then no offset is known, so nothing below reaches them.
         self.ready = False
         self.uid: list[str | None] = []
         self.kind: list[str] = []
-        self.tier = np.zeros(0, np.int64)
-        self.key = np.zeros(0, np.float64)
-        self.pinned = np.zeros(0, np.bool_)
-        self.ns = np.zeros(0, np.int64)  # namespace codes (see ns_code); -1: no memory here
+        self.tier: Any = None
+        self.key: Any = None
+        self.pinned: Any = None
+        self.ns: Any = None  # namespace codes (see ns_code); -1: no memory here
         self.offset: dict[str, int] = {}
         self._ns_codes: dict[str, int] = {}
         self.base: Any = None  # Arrow table of the other columns, one row per offset in `pos`
-        self.pos = np.zeros(0, np.int64)
-        self.fresh = np.zeros(0, np.bool_)
+        self.pos: Any = None
+        self.fresh: Any = None
 
     def ns_code(self, namespace: str) -> int:
         return self._ns_codes.setdefault(namespace, len(self._ns_codes))
@@ -280,10 +285,6 @@ class _RecallCache:
 
         mask = (self.ns == self.ns_code(namespace)) & ~self.pinned & (self.tier < int(Tier.FROZEN))
         return np.flatnonzero(mask)
-
-    def live_tier(self, u: str) -> int | None:
-        o = self.offset.get(u)
-        return None if o is None else int(self.tier[o])
 
 
 class _RowCache:
@@ -409,6 +410,8 @@ class KuzuStore(GraphStore):
         self._cache = _RecallCache()
         self._rows_cache = _RowCache()
         self._row_reads = 0  # rows read from the table (see _row: when to take a snapshot)
+        self._searches = 0  # text searches so far (see _warm: when to build the recall columns)
+        self._cold_left = _COLD_CALLS  # lookups answered by queries before the cache is built
         if snapshot is None:  # EBB_KUZU_SNAPSHOT=0 keeps memory down on very large stores
             snapshot = os.environ.get("EBB_KUZU_SNAPSHOT", "1").strip().lower() not in _OFF
         self._snapshot = snapshot
@@ -490,7 +493,7 @@ class KuzuStore(GraphStore):
                 self._prepared.clear()
             self._prepared[query] = stmt
         if not solo:
-            result = self._run(stmt, params)
+            result = self._run(stmt, params, read=_reads_only(query))
         else:
             self.check_room()
             try:
@@ -503,20 +506,24 @@ class KuzuStore(GraphStore):
         except RuntimeError as exc:
             raise storage_error(exc, self._path) from None
 
-    def _run(self, query: Any, params: Mapping[str, Any] | None = None) -> Any:
+    def _run(
+        self, query: Any, params: Mapping[str, Any] | None = None, *, read: bool = False
+    ) -> Any:
         """Execute a statement, first opening the current transaction if it is not open yet.
 
-        Transactions begin lazily: one that only reads never opens (this process is the only
-        writer, so its reads agree), and one whose only write is a final :meth:`write_event`
-        sends that write alone, committed with the statement (see ``transaction``). A Kùzu
-        error comes out as an ``EbbError`` (see :func:`storage_error`).
+        Transactions begin lazily, at their first write (``read``: the statement only reads):
+        one that only reads never opens (this process is the only writer and holds the lock,
+        so its reads agree), and one whose only write is a final :meth:`write_event` sends
+        that write alone, committed with the statement (see ``transaction``). A read after
+        the first write runs inside the transaction, so it sees that write. A Kùzu error
+        comes out as an ``EbbError`` (see :func:`storage_error`).
         """
         if self._depth:
             if self._sealed:
                 raise RuntimeError(  # a bug in the caller, not a storage failure
                     "a statement after a final write_event: that write is already committed"
                 )
-            if not self._begun:
+            if not self._begun and not read:
                 self.check_room()
                 self._exec("BEGIN TRANSACTION")
                 self._begun = True
@@ -572,8 +579,9 @@ class KuzuStore(GraphStore):
     def _ensure_schema(self) -> None:
         with self._lock:
             existing = {r[0] for r in self._rows("CALL show_tables() RETURN name")}
-            for ddl in _SCHEMA:
-                self._exec(ddl)
+            for name, ddl in zip(_TABLES, _SCHEMA, strict=True):
+                if name not in existing:  # each DDL commits on its own (a WAL record each)
+                    self._exec(ddl)
             version = self.get_meta("schema_version")
             if "Memory" not in existing or (
                 version is None and not self._rows("MATCH (m:Memory) RETURN m.uid LIMIT 1")
@@ -747,7 +755,7 @@ class KuzuStore(GraphStore):
                 self._begun = self._sealed = False
                 self._rollback(begun)
                 raise
-            begun, self._depth = self._begun, 0
+            begun, sealed, self._depth = self._begun, self._sealed, 0
             self._begun = self._sealed = False
             if begun:
                 try:
@@ -760,7 +768,8 @@ class KuzuStore(GraphStore):
                     with suppress(EbbError):
                         self._exec("ROLLBACK")
                     raise
-            self._maybe_checkpoint()
+            if begun or sealed:  # a transaction that only read leaves the WAL as it was
+                self._maybe_checkpoint()
 
     def _maybe_checkpoint(self) -> None:
         """Checkpoint once the WAL passes Kùzu's usual threshold (auto-checkpoints are off)...
@@ -1196,7 +1205,7 @@ class KuzuStore(GraphStore):
 
         table = pa.table(
             {
-                name: pa.array(values, type=_ARROW_TYPES[types[name]])
+                name: pa.array(values, type=_arrow_types()[types[name]])
                 for name, values in columns.items()
             }
         )
@@ -1271,7 +1280,7 @@ class KuzuStore(GraphStore):
                         "id": col(nodes["id"], pa.string()),
                         "ns": col(nodes["namespace"], pa.string()),
                         **{
-                            c: col(nodes[c], _ARROW_TYPES[c])
+                            c: col(nodes[c], _arrow_types()[c])
                             for c in (
                                 "kind",
                                 "text",
@@ -1347,21 +1356,14 @@ class KuzuStore(GraphStore):
     def matches_for(self, namespace: str, ids: Sequence[str]) -> list[Match]:
         """From the in-process columns (a node read is ~0.5 ms when its row is not cached)."""
         with self._lock:
-            self._ensure_cache()
-            cache, prefix, out = self._cache, f"{namespace}{SEP}", []
+            prefix = f"{namespace}{SEP}"
+            columns = self._columns_of([prefix + i for i in ids])
+            out = []
             for i in dict.fromkeys(ids):
-                o = cache.offset.get(prefix + i)
-                if o is not None:
-                    out.append(
-                        Match(
-                            i,
-                            0.0,
-                            float(cache.key[o]),
-                            bool(cache.pinned[o]),
-                            int(cache.tier[o]),
-                            cache.kind[o],
-                        )
-                    )
+                col = columns.get(prefix + i)
+                if col is not None:
+                    tier, key, pinned, kind = col
+                    out.append(Match(i, 0.0, key, pinned, tier, kind))
             return out
 
     def _edges_written(self, edges: Sequence[Edge]) -> None:
@@ -1384,18 +1386,18 @@ class KuzuStore(GraphStore):
                 ):
                     found.setdefault(old, []).append(new)
                 self._supersedes = found
-            self._ensure_cache()
             prefix, frozen = f"{namespace}{SEP}", int(Tier.FROZEN)
             if ids is None:
                 olds = [u for u in self._supersedes if u.startswith(prefix)]
             else:
                 olds = [prefix + i for i in dict.fromkeys(ids) if prefix + i in self._supersedes]
+            columns = self._columns_of([n for u in olds for n in self._supersedes[u]])
             out: dict[str, list[str]] = {}
             for u in olds:
                 live = []
                 for n in self._supersedes[u]:
-                    tier = self._cache.live_tier(n)
-                    if tier is not None and tier < frozen:
+                    col = columns.get(n)
+                    if col is not None and col[0] < frozen:
                         live.append(n[len(prefix) :])
                 if live:
                     out[u[len(prefix) :]] = sorted(live)
@@ -1441,21 +1443,23 @@ class KuzuStore(GraphStore):
         """From each memory's list of its most recently reinforced links (a 1-hop expansion
         costs Kùzu a node-table scan per memory; this is one primary-key read each)."""
         with self._lock:
-            self._ensure_cache()
             out: list[tuple[float, Link]] = []
-            live_tier, prefix, frozen = self._cache.live_tier, f"{namespace}{SEP}", int(Tier.FROZEN)
+            prefix, frozen = f"{namespace}{SEP}", int(Tier.FROZEN)
+            found: list[tuple[str, list[list[Any]]]] = []
             for i in dict.fromkeys(ids):
                 row = self._row(prefix + i)
                 if row is None:
                     continue
                 raw = row["recent_links"]
                 if raw is None:
-                    links = self._build_recent_links(namespace, i)
+                    found.append((i, self._build_recent_links(namespace, i)))
                 else:
-                    links = _decode_links(raw)
+                    found.append((i, _decode_links(raw)))
+            columns = self._columns_of([prefix + link[0] for _, links in found for link in links])
+            for i, links in found:
                 for other, kind, outgoing, weight, at in links:
-                    tier = live_tier(prefix + other)
-                    if tier is None or tier >= frozen:
+                    col = columns.get(prefix + other)
+                    if col is None or col[0] >= frozen:
                         continue
                     dw = weight * 2.0 ** (-max(now_us - at, 0) / half_life_us)  # scoring.decay
                     if dw >= min_decayed:
@@ -1530,7 +1534,9 @@ class KuzuStore(GraphStore):
         self, namespace: str, query: str, max_tier: Tier, pool: int, kinds: Sequence[str] = ()
     ) -> list[Match]:
         with self._lock:
-            self._ensure_cache()
+            self._searches += 1
+            if not self._warm():
+                return self._text_matches_cold(namespace, query, max_tier, pool, kinds)
             cache, cut, wanted = self._cache, len(namespace) + len(SEP), set(kinds)
             out: list[Match] = []
             # The namespace's own top max(4 × pool, 200), then its tier and kind filters.
@@ -1552,6 +1558,82 @@ class KuzuStore(GraphStore):
                 if len(out) >= pool:
                     break
             return out
+
+    def _warm(self) -> bool:
+        """Whether the recall columns answer lookups (building them if it is time).
+
+        Building them reads every memory (and imports numpy and pyarrow, ~0.1 s): worth it for
+        a process that keeps calling, not for a one-shot command. Until a process's second
+        text search (and for at most ``_COLD_CALLS`` lookups: one recall makes three to five)
+        lookups are answered by queries instead, which give the same answers.
+        """
+        if self._cache.ready:
+            return True
+        if self._searches <= 1 and self._cold_left > 0:
+            self._cold_left -= 1
+            return False
+        self._ensure_cache()
+        return True
+
+    def _columns_of(self, uids: Sequence[str]) -> dict[str, tuple[int, float, bool, str]]:
+        """(tier, key, pinned, kind) of each stored memory among ``uids``."""
+        wanted = list(dict.fromkeys(uids))
+        if not wanted:
+            return {}
+        if self._warm():
+            cache, out = self._cache, {}
+            for u in wanted:
+                o = cache.offset.get(u)
+                if o is not None:
+                    out[u] = (
+                        int(cache.tier[o]),
+                        float(cache.key[o]),
+                        bool(cache.pinned[o]),
+                        cache.kind[o],
+                    )
+            return out
+        return {
+            r[0]: (int(r[1]), float(r[2]), bool(r[3]), r[4])
+            for r in self._q(
+                "UNWIND $us AS u MATCH (n:Memory {uid: u}) "
+                "RETURN n.uid, n.tier, n.key, n.pinned, n.kind",
+                {"us": wanted},
+            )
+        }
+
+    def _text_matches_cold(
+        self, namespace: str, query: str, max_tier: Tier, pool: int, kinds: Sequence[str]
+    ) -> list[Match]:
+        """:meth:`text_matches` without the recall columns: the index's hits come with their
+        rows' columns (a scan of the node table, ~1 ms at 10k memories, where building the
+        columns reads every row). The same widening, order and filters as
+        :meth:`_namespace_hits`."""
+        want, prefix, wanted = max(4 * pool, 200), f"{namespace}{SEP}", set(kinds)
+        top, size = want, -1
+        while True:
+            rows = self._q(
+                f"CALL QUERY_FTS_INDEX('Memory', '{FTS_INDEX}', $q, TOP := $top) "
+                "RETURN node.uid, score, node.tier, node.key, node.pinned, node.kind",
+                {"q": query, "top": int(top)},
+            )
+            ours = [r for r in rows if r[0].startswith(prefix)]
+            found = len(ours)
+            if found >= want or len(rows) < top:
+                break
+            if size < 0:  # the offsets' range, as the recall columns count it
+                size = int(self._q("MATCH (n:Memory) RETURN max(offset(id(n)))")[0][0] or 0) + 1
+            if top >= size:
+                break
+            top = size if found == 0 else min(size, max(2 * top, top * 2 * want // found))
+        ours.sort(key=lambda r: (-r[1], r[0]))
+        out: list[Match] = []
+        for u, score, tier, key, pinned, kind in ours[:want]:
+            if tier > int(max_tier) or (wanted and kind not in wanted):
+                continue
+            out.append(Match(u[len(prefix) :], float(score), float(key), bool(pinned), int(tier)))
+            if len(out) >= pool:
+                break
+        return out
 
     def _namespace_hits(self, namespace: str, query: str, want: int) -> list[tuple[int, float]]:
         """The ``want`` best full-text hits among ``namespace``'s memories, as (row offset,
@@ -1844,7 +1926,7 @@ class KuzuStore(GraphStore):
     def append_audit(self, entries: Sequence[AuditEntry]) -> None:
         if not entries:
             return
-        columns: dict[str, list[Any]] = {name: [] for name in _AUDIT_COLUMNS}
+        columns: dict[str, list[Any]] = {name: [] for name in _AUDIT_TYPES}
         for a in entries:
             columns["uid"].append(uid(a.namespace, f"{a.seq:012d}"))
             columns["ns"].append(a.namespace)
@@ -1882,7 +1964,7 @@ class KuzuStore(GraphStore):
     def _append_audit(self, columns: Mapping[str, list[Any]]) -> None:
         import pyarrow as pa
 
-        table = pa.table({name: pa.array(columns[name], t) for name, t in _AUDIT_COLUMNS.items()})
+        table = pa.table({name: pa.array(columns[name], t) for name, t in _audit_columns().items()})
         with self.transaction():
             if table.num_rows <= _SMALL:
                 for row in table.to_pylist():
@@ -1950,6 +2032,7 @@ class KuzuStore(GraphStore):
 
 _ROW_KEYS = (*NODE_PROPERTIES, "recent_links")
 _SNAPSHOT_AFTER = 64  # rows read one by one before the recall snapshot is taken
+_COLD_CALLS = 16  # most lookups answered by queries before the recall columns are built
 _OFF = ("0", "false", "no", "off")
 _DELTA_OF = {"base_key": "base_delta", "degree": "degree_delta", "key": "key_delta"}
 _PREPARED_MAX = 512  # prepared statements kept (one per query text)
@@ -1961,26 +2044,30 @@ _BASE_COLUMNS = tuple(c for c in _ROW_KEYS if c not in ("kind", "tier", "key", "
 _TIERS = {int(t): t for t in Tier}
 
 
+_AUDIT_TYPES = {
+    "uid": "string",
+    "ns": "string",
+    "seq": "int64",
+    "at_us": "int64",
+    "action": "string",
+    "node_id": "string",
+    "from_tier": "int64",
+    "to_tier": "int64",
+    "actor": "string",
+    "reason": "string",
+    "payload": "string",
+}
+
+
+@functools.cache
 def _audit_columns() -> dict[str, Any]:
+    """The Audit table's columns and their Arrow types, built on first use: pyarrow costs ~0.1 s
+    to import, which a one-shot command that writes no audit entry should not pay."""
     import pyarrow as pa
 
-    text, number = pa.string(), pa.int64()
-    return {
-        "uid": text,
-        "ns": text,
-        "seq": number,
-        "at_us": number,
-        "action": text,
-        "node_id": text,
-        "from_tier": number,
-        "to_tier": number,
-        "actor": text,
-        "reason": text,
-        "payload": text,
-    }
+    return {name: getattr(pa, t)() for name, t in _AUDIT_TYPES.items()}
 
 
-_AUDIT_COLUMNS = _audit_columns()
 _SMALL = 32  # up to this many rows, single statements beat one LOAD FROM (~5-20 ms fixed)
 
 
@@ -2136,6 +2223,18 @@ def storage_error(exc: BaseException, path: str, doing: str = "") -> StorageErro
     )
 
 
+_READ_START = re.compile(r"\s*(MATCH|UNWIND|CALL QUERY_FTS_INDEX|CALL show_)", re.IGNORECASE)
+_WRITE_WORD = re.compile(r"\b(CREATE|MERGE|SET|DELETE|DETACH|REMOVE|COPY|LOAD|DROP|ALTER)\b", re.I)
+
+
+@functools.lru_cache(maxsize=_PREPARED_MAX)
+def _reads_only(query: str) -> bool:
+    """Whether statement ``query`` (one of this module's, never user text) only reads: it
+    starts with MATCH, UNWIND or a read-only CALL and has no writing clause. Anything else
+    counts as a write (and opens the transaction)."""
+    return bool(_READ_START.match(query)) and not _WRITE_WORD.search(query)
+
+
 def _all(result: Any) -> list[list[Any]]:
     # The engine's own cursor: the public has_next()/get_next() re-check that the result is
     # open on every row, which doubles the cost of reading a few hundred full-text hits.
@@ -2152,31 +2251,35 @@ def _all(result: Any) -> list[list[Any]]:
 
 
 def _node_params_keys() -> list[str]:
-    return [c for c in _ARROW_TYPES if c != "recent_links"]  # kept by the store itself
+    return [c for c in _MEMORY_COLUMNS if c != "recent_links"]  # kept by the store itself
 
 
+#: The Memory table's columns and their types (named by pyarrow's type factories).
+_MEMORY_TYPES = {
+    "uid": "string",
+    "id": "string",
+    "ns": "string",
+    "kind": "string",
+    "text": "string",
+    "props": "string",
+    "created_us": "int64",
+    "updated_us": "int64",
+    "last_read_us": "int64",
+    "pinned": "bool_",
+    "tier": "int64",
+    "review_reason": "string",
+    "queued_us": "int64",
+    "base_key": "float64",
+    "key": "float64",
+    "degree": "int64",
+    "recent_links": "string",
+}
+_MEMORY_COLUMNS = tuple(_MEMORY_TYPES)
+
+
+@functools.cache
 def _arrow_types() -> dict[str, Any]:
+    """Memory columns and their Arrow types (built on first use, like :func:`_audit_columns`)."""
     import pyarrow as pa
 
-    return {
-        "uid": pa.string(),
-        "id": pa.string(),
-        "ns": pa.string(),
-        "kind": pa.string(),
-        "text": pa.string(),
-        "props": pa.string(),
-        "created_us": pa.int64(),
-        "updated_us": pa.int64(),
-        "last_read_us": pa.int64(),
-        "pinned": pa.bool_(),
-        "tier": pa.int64(),
-        "review_reason": pa.string(),
-        "queued_us": pa.int64(),
-        "base_key": pa.float64(),
-        "key": pa.float64(),
-        "degree": pa.int64(),
-        "recent_links": pa.string(),
-    }
-
-
-_ARROW_TYPES = _arrow_types()
+    return {name: getattr(pa, t)() for name, t in _MEMORY_TYPES.items()}
