@@ -32,6 +32,9 @@ from ebb_core.kuzu_store import KuzuStore
 
 SETTINGS: dict[str, dict[str, Any]] = {
     "defaults": {},
+    "text_contrast 1 (BM25 ratios)": {"text_contrast": 1.0},
+    "text_contrast 2": {"text_contrast": 2.0},
+    "activation 0.08/0.92": {"text_weight": 0.92, "activation_weight": 0.08},
     "no spreading": {"spread_share": 0.0},
     "spread_share 0.75": {"spread_share": 0.75},
     "activation 0.2/0.8": {"text_weight": 0.8, "activation_weight": 0.2},

@@ -1073,9 +1073,16 @@ class Brain:
         it reads for spreading are left in ``known`` (by memory id) for the explanations."""
         cfg, store = self._s.config, self._s.store
         top_text = max(m.score for m in matches) or 1.0
+        # Contrast: a match half as strong as the best counts 0.35 (text_contrast 1.5), so
+        # weak partial matches (one common word) stay below what strong matches spread.
         cands = {
             m.id: _Candidate(
-                m.id, m.score, m.score / top_text if has_terms else 0.0, m.key, m.pinned, m.tier
+                m.id,
+                m.score,
+                (m.score / top_text) ** cfg.text_contrast if has_terms else 0.0,
+                m.key,
+                m.pinned,
+                m.tier,
             )
             for m in matches
         }

@@ -65,6 +65,10 @@ class Config:
             ranked at ``floor(count × (1 − q))`` — the top one until there are 1/(1 − q).
         text_weight / activation_weight: recall blend of normalised text match and normalised
             activation.
+        text_contrast: exponent on a candidate's text score normalised by the best one
+            (``(score / best) ** text_contrast``): 1 keeps BM25's ratios; 1.5 makes a match half
+            as strong as the best count 0.35, so partial matches on one common word sink
+            below memories that strong matches spread to.
         candidate_pool: how many full-text candidates recall considers before blending.
         warm_prior / cold_prior: recall's tier fall-through: a warm (cold) candidate's blended
             score is multiplied by this, so hot memories come first and a deeper one surfaces
@@ -108,8 +112,9 @@ class Config:
     warm_ratio: float = 0.08
     cold_ratio: float = 0.02
     reference_quantile: float = 0.99
-    text_weight: float = 0.92
-    activation_weight: float = 0.08
+    text_weight: float = 0.96
+    activation_weight: float = 0.04
+    text_contrast: float = 1.5
     candidate_pool: int = 100
     warm_prior: float = 0.95
     cold_prior: float = 0.9
@@ -143,6 +148,7 @@ class Config:
         _non_negative("activation_weight", self.activation_weight)
         if self.text_weight + self.activation_weight <= 0:
             raise InvalidInput("text_weight + activation_weight must be > 0", field="text_weight")
+        _positive("text_contrast", self.text_contrast)
         if self.candidate_pool < 1:
             raise InvalidInput("candidate_pool must be >= 1", field="candidate_pool")
         for name in ("warm_prior", "cold_prior", "superseded_weight"):
