@@ -233,6 +233,16 @@ class _RecallCache:
         self.pos[offsets] = np.arange(len(offsets))
         self.fresh[offsets] = True
 
+    def stale(self, offsets: Any) -> None:
+        """Writes changed the rows at ``offsets`` (a batch). When a batch leaves much of the
+        snapshot stale (a maintain, a large import), the snapshot is dropped: the next read
+        that needs one takes it anew, instead of reading most rows from the table one by one
+        from then on."""
+        self.fresh[offsets] = False
+        if self.base is not None and len(offsets) * 8 > len(self.fresh):
+            self.base = None
+            self.fresh[:] = False
+
     def base_row(self, o: int) -> dict[str, Any] | None:
         """The stored row at offset ``o`` from the snapshot, if no write has touched it since."""
         if o >= len(self.fresh) or not self.fresh[o]:
@@ -963,7 +973,7 @@ class KuzuStore(GraphStore):
                 at = [cache.offset.get(u, -1) for u in uids]
                 found = np.array([o >= 0 for o in at], np.bool_)
                 offs = np.array(at, np.int64)[found]
-                cache.fresh[offs] = False
+                cache.stale(offs)
                 for f in ("tier", "pinned", "key"):
                     if f in names:
                         getattr(cache, f)[offs] = np.array(table[f])[found]
@@ -1856,7 +1866,7 @@ class KuzuStore(GraphStore):
                 )
         if self._cache.ready and len(self._cache.key) >= size:
             self._cache.key[offsets] = key[offsets]
-            self._cache.fresh[offsets[stale | unset]] = False
+            self._cache.stale(offsets[stale | unset])
         else:
             self._cache.ready = False
         return int(nodes.num_rows)
