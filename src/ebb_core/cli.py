@@ -191,6 +191,20 @@ def _waiting(message: str) -> None:
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 
 
+def store_options(fn: F) -> F:
+    """``--db``, ``--backend`` and ``-n/--namespace``, with their environment variables: the
+    same three on ``ebb`` itself, ``ebb mcp`` and ``ebb ui``."""
+    fn = click.option(
+        "--namespace", "-n", envvar="EBB_NAMESPACE", help="Namespace (EBB_NAMESPACE)."
+    )(fn)
+    fn = click.option(
+        "--backend", envvar="EBB_BACKEND", help="kuzu (default) or neo4j (EBB_BACKEND)."
+    )(fn)
+    return click.option(
+        "--db", envvar="EBB_DB_PATH", help="Embedded store file (EBB_DB_PATH, ./ebb_db)."
+    )(fn)
+
+
 def _when(value: str | None, option: str = "--at") -> datetime | None:
     """An ISO-8601 time from the command line (``2026-03-02``, ``2026-03-02T09:30:00Z``; no
     zone means UTC)."""
@@ -270,9 +284,7 @@ class _Commands(click.Group):
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--db", envvar="EBB_DB_PATH", help="Embedded store file (EBB_DB_PATH, ./ebb_db).")
-@click.option("--backend", envvar="EBB_BACKEND", help="kuzu (default) or neo4j (EBB_BACKEND).")
-@click.option("--namespace", "-n", envvar="EBB_NAMESPACE", help="Namespace (EBB_NAMESPACE).")
+@store_options
 @click.version_option(package_name="ebb-memory")
 @click.pass_context
 def main(ctx: click.Context, db: str | None, backend: str | None, namespace: str | None) -> None:

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 import click
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .cli import store_options
 from .engine import DEFAULT_NAMESPACE, Brain, validate_namespace
 from .errors import BackendUnavailable, EbbError, InvalidInput, StoreLocked
 from .handoff import RequestFile
@@ -1341,9 +1342,7 @@ def _note(message: str) -> None:
     show_default=True,
     help="HTTP only: port; the endpoint is http://HOST:PORT/mcp.",
 )
-@click.option("--db", envvar="EBB_DB_PATH", help="Embedded store file (EBB_DB_PATH, ./ebb_db).")
-@click.option("--backend", envvar="EBB_BACKEND", help="kuzu (default) or neo4j (EBB_BACKEND).")
-@click.option("--namespace", "-n", envvar="EBB_NAMESPACE", help="Namespace (EBB_NAMESPACE).")
+@store_options
 @click.option(
     "--wait",
     type=click.FloatRange(min=0),

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ..cli import store_options
 from ..errors import BackendUnavailable, EbbError, InvalidInput, NoStore, NotFound, StoreLocked
 
 if TYPE_CHECKING:
@@ -530,9 +531,7 @@ def _note(message: str) -> None:
     envvar="EBB_UI_TOKEN",
     help="Access token every request must carry (EBB_UI_TOKEN; required with --host).",
 )
-@click.option("--db", envvar="EBB_DB_PATH", help="Embedded store file (EBB_DB_PATH, ./ebb_db).")
-@click.option("--backend", envvar="EBB_BACKEND", help="kuzu (default) or neo4j (EBB_BACKEND).")
-@click.option("--namespace", "-n", envvar="EBB_NAMESPACE", help="Namespace (EBB_NAMESPACE).")
+@store_options
 @click.option(
     "--wait",
     type=click.FloatRange(min=0),
