@@ -70,8 +70,9 @@ async def test_flushed_messages_become_memories_linked_in_order_and_to_what_they
     assert len(stored) + len(active) == len(turns)
     by_text = {n.text: n for n in stored}
     first, second, third = (by_text[m.content or ""] for m in turns[:3])
-    assert first.props == {"role": "user", "session_id": "s1"}
-    assert second.props == {"role": "assistant", "session_id": "s1"}
+    assert first.props == {"role": "user", "session_id": "s1", "index": 0}
+    assert second.props == {"role": "assistant", "session_id": "s1", "index": 1}
+    assert (first.id, second.id) == ("message:s1:000000", "message:s1:000001")
     assert links(brain, second.id, "follows") == [first.id]
     assert links(brain, third.id, "follows") == [second.id]
     # The third message names the fact by id and Acme by the words of its id.

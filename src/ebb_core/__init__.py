@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     )
     from .scoring import Config
     from .store import GraphStore
+    from .transcript import Transcript, Turn
 
 # Each public name is imported from its module on first use (PEP 562), so `import ebb_core`
 # (and `ebb --help`, which imports ebb_core.cli) does not load pydantic or the storage engine.
@@ -73,6 +74,8 @@ _WHERE = {
     "Why": "model",
     "Config": "scoring",
     "GraphStore": "store",
+    "Transcript": "transcript",
+    "Turn": "transcript",
 }
 
 
@@ -118,6 +121,8 @@ __all__ = [
     "StoreLocked",
     "SystemClock",
     "Tier",
+    "Transcript",
+    "Turn",
     "Version",
     "Why",
     "__version__",

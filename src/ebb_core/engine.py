@@ -168,6 +168,18 @@ class Brain:
         with self._s.lock, self._s.store.transaction():
             yield
 
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Run several calls as one unit of work: every change in the block takes effect, or
+        (when the block raises) none does. Calls inside see each other's writes.
+
+        >>> with brain.batch():  # doctest: +SKIP
+        ...     brain.remember("Alice drinks dark roast", id="fact:alice-coffee")
+        ...     brain.connect("fact:alice-coffee", "person:alice")
+        """
+        with self._tx():
+            yield
+
     def _now_us(self) -> int:
         return to_us(self._s.clock.now())
 

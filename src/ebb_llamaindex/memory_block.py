@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from llama_index.core.base.llms.types import ContentBlock, TextBlock
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.bridge.pydantic import Field
 from llama_index.core.llms import ChatMessage
 from llama_index.core.memory import BaseMemoryBlock
 from llama_index.core.utils import get_tokenizer
 
-from ebb_core import Brain, RecallHit
-from ebb_core.model import slugify
+from ebb_core import Brain, RecallHit, Transcript, Turn
 
 from ._nodes import message_text, query_from
 
@@ -24,9 +22,13 @@ DEFAULT_TEMPLATE = "- [{id}] {text}"
 class EbbMemoryBlock(BaseMemoryBlock[list[ContentBlock]]):
     """A memory block for ``llama_index.core.memory.Memory`` backed by a :class:`~ebb_core.Brain`.
 
-    Messages that ``Memory`` flushes out of its short-term queue become memories of kind
-    ``message_kind``, each linked to the one before it in the same session (``follows``) and to
-    the memories it mentions (``mentions``, see :meth:`Brain.mentioned_in`). When
+    Messages that ``Memory`` flushes out of its short-term queue are appended to the session's
+    :class:`~ebb_core.Transcript` (the ``Memory``'s ``session_id``, else ``session_id`` here):
+    memories of kind ``message_kind`` with ids ``message:<session>:<n>``, each linked to the one
+    before it in the same session (``follows``) and to the memories it mentions (``mentions``,
+    see :meth:`Brain.mentioned_in`); one flush is one transaction. LangChain's
+    ``EbbChatMessageHistory`` writes the same transcript, so either reads what the other wrote.
+    When
     ``Memory`` is read, the block recalls the ``k`` memories most relevant to the latest
     messages, reinforces them (unless ``reinforce=False``) and returns one text block per
     memory, best first, formatted with ``template`` (fields ``id``, ``kind``, ``text``,
@@ -66,6 +68,10 @@ class EbbMemoryBlock(BaseMemoryBlock[list[ContentBlock]]):
         default=3, ge=1, description="How many of the latest messages form the recall query."
     )
     message_kind: str = Field(default="message", description="Kind of stored chat messages.")
+    session_id: str = Field(
+        default="default",
+        description="The transcript session of messages that Memory did not tag with its own.",
+    )
     roles: list[str] = Field(
         default_factory=lambda: ["user", "assistant"],
         description="Roles whose flushed messages are stored (tool output is not, by default).",
@@ -79,8 +85,6 @@ class EbbMemoryBlock(BaseMemoryBlock[list[ContentBlock]]):
         exclude=True,
         description="Counts tokens when truncating (the same default as Memory's).",
     )
-
-    _last_message: dict[str, str] = PrivateAttr(default_factory=dict)
 
     async def _aget(
         self, messages: list[ChatMessage] | None = None, **block_kwargs: Any
@@ -124,30 +128,17 @@ class EbbMemoryBlock(BaseMemoryBlock[list[ContentBlock]]):
         )
 
     def _store(self, messages: Sequence[ChatMessage]) -> None:
+        sessions: dict[str, list[Turn]] = {}
         for message in messages:
             text = message_text(message)
             if not text or message.role.value not in self.roles:
                 continue
-            session = str(message.additional_kwargs.get("session_id", ""))
-            mentioned = (
-                self.brain.mentioned_in(text, exclude_kinds=[self.message_kind])
-                if self.link_mentions
-                else []
-            )
-            props: dict[str, Any] = {"role": message.role.value}
-            if session:
-                props["session_id"] = session
-            node = self.brain.remember(
-                text,
-                kind=self.message_kind,
-                # A random suffix: repeated short messages ("thanks") never search for a free id.
-                id=f"{self.message_kind}:{slugify(text)}-{uuid.uuid4().hex[:12]}",
-                props=props,
-                links=[m.id for m in mentioned],
-                link_kind="mentions",
-            )
-            previous = self._last_message.get(session)
-            # The previous message may have been forgotten or deleted since: then no link.
-            if previous is not None and self.brain.read([previous], reinforce=False):
-                self.brain.connect(node.id, previous, kind="follows")
-            self._last_message[session] = node.id
+            session = str(message.additional_kwargs.get("session_id") or self.session_id)
+            sessions.setdefault(session, []).append(Turn(text, role=message.role.value))
+        for session, turns in sessions.items():
+            Transcript(
+                self.brain,
+                session,
+                message_kind=self.message_kind,
+                link_mentions=self.link_mentions,
+            ).append(turns)
