@@ -1834,8 +1834,6 @@ class Brain:
         )
         self._s.store.set_meta(f"reference:{namespace}", f"{key!r} {rank}")
 
-    import_jsonl = import_
-
 
 class CommittedInterrupt(KeyboardInterrupt):
     """Ctrl-C arrived after an import had committed (while its text index was being rebuilt,
@@ -2157,7 +2155,11 @@ def validate_props(props: Mapping[str, Any] | None) -> dict[str, Any]:
         raise InvalidInput(f"props must be JSON-serialisable: {exc}", field="props") from None
     _encodable(encoded, "props")
     if len(encoded) > MAX_TEXT_LEN:
-        raise InvalidInput("props are larger than 100,000 characters as JSON", field="props")
+        raise InvalidInput(
+            f"props are larger than {MAX_TEXT_LEN:,} characters as JSON: keep large text in "
+            "the memory's text, or split it",
+            field="props",
+        )
     result: dict[str, Any] = json.loads(encoded)
     return result
 

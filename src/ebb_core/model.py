@@ -69,10 +69,6 @@ class Edge(_Model):
     reinforced_at: datetime
     props: dict[str, Any] = Field(default_factory=dict)
 
-    def other(self, node_id: str) -> str:
-        """The end of this edge that is not ``node_id``."""
-        return self.dst if self.src == node_id else self.src
-
 
 class LiveLink(_Model):
     """An edge of a recalled node, with what it contributes now."""

@@ -5,7 +5,9 @@ what gets audited); a store owns only how its engine keeps and finds things. Not
 interface writes a query language; nothing below it decides policy. User data crosses the seam as
 values and reaches the database only as query parameters.
 
-A new backend is one module implementing this class and passing ``tests/conformance``.
+A new backend is one module implementing this class. The engine's own tests (every test in
+``tests/`` that takes the ``store`` or ``brain`` fixture) run against each backend listed in
+``BACKENDS`` in ``tests/conftest.py``.
 """
 
 from __future__ import annotations
