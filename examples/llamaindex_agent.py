@@ -214,8 +214,9 @@ async def run_session_app_calls_ebb(
     last answer."""
     answer = ""
     with Brain.open(db, namespace=NAMESPACE, clock=clock) as brain:
-        # The model is shown memories as plain lines (no ids), the two most relevant.
-        block = EbbMemoryBlock(brain=brain, k=2, template="- {text}", roles=["user"])
+        # The model is shown memories as plain lines (no ids), the three most relevant; only
+        # the user's messages are kept (a small model's replies would crowd recall).
+        block = EbbMemoryBlock(brain=brain, k=3, template="- {text}", roles=["user"])
         memory = Memory.from_defaults(
             session_id=session, token_limit=CHAT_TOKEN_LIMIT, memory_blocks=[block]
         )
@@ -228,7 +229,7 @@ async def run_session_app_calls_ebb(
                 print(f"[{session}]   app remember -> {stored.splitlines()[0]}")
             await memory.aput(ChatMessage(role=MessageRole.USER, content=turn))
             shown = _flatten(await memory.aget())
-            recalled = [line for line in shown[0].content.splitlines() if line.startswith("- ")]
+            recalled = (shown[0].content or "").splitlines()[1:]
             print(f"[{session}]   ebb recalled {len(recalled)}: {' | '.join(recalled)}")
             reply = await llm.achat(shown)
             answer = (reply.message.content or "").strip()
@@ -240,9 +241,17 @@ async def run_session_app_calls_ebb(
 
 
 def _flatten(messages: list[ChatMessage]) -> list[ChatMessage]:
-    """One plain-text system message (the prompt and recalled memories) and the chat turns."""
-    memories = [m.content or "" for m in messages if m.role == MessageRole.SYSTEM]
-    system = "\n".join([LOCAL_SYSTEM_PROMPT, *memories]).replace("\n\n", "\n").strip()
+    """What the model is shown: one system message (the prompt, then each memory Ebb recalled
+    on a line of its own, without Memory's XML wrapping, which confuses a small model) and the
+    chat turns still in the short-term queue."""
+    recalled = [
+        line
+        for m in messages
+        if m.role == MessageRole.SYSTEM
+        for line in (m.content or "").splitlines()
+        if line.startswith("- ")
+    ]
+    system = "\n".join([LOCAL_SYSTEM_PROMPT, *recalled])
     chat = [
         ChatMessage(role=m.role, content=m.content or "")
         for m in messages

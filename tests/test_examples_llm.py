@@ -26,6 +26,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+# Imported here, not first inside a test: the SDK's stdio client takes the sys.stderr of its
+# import time as the server's stderr, and capsys's stand-in has no file descriptor.
+import mcp.client.stdio  # noqa: F401
 import pytest
 import vcr  # dev dependencies, like the examples' real-model clients: missing ones fail loudly
 from vcr.errors import CannotOverwriteExistingCassetteException
