@@ -241,10 +241,22 @@ def run_session_app_calls_ebb(
             docs = retriever.invoke(turn)
             memory = _memory_lines(docs)
             print(f"  app -> recalled: {', '.join(str(d.id) for d in docs) or 'nothing'}")
-            answer = model.invoke(ANSWER_PROMPT.invoke({"memory": memory, "question": turn}))
+            prompt = ANSWER_PROMPT.invoke({"memory": memory, "question": turn})
+            try:
+                answer = model.invoke(prompt)
+            except Exception as error:  # the OpenAI client's connection and status errors
+                sys.exit(unreachable(error))
             replies.append(str(answer.text).strip())
             print(f"assistant: {replies[-1]}")
     return replies
+
+
+def unreachable(error: Exception) -> str:
+    url = os.environ.get("EBB_LOCAL_LLM_URL", LOCAL_URL)
+    return (
+        f"the local model at {url} did not answer ({type(error).__name__}: {error}): start it "
+        "with `scripts/local-llm start` (`make local-llm` builds it once), or run --offline"
+    )
 
 
 def _memory_lines(docs: list[Document]) -> str:

@@ -231,7 +231,15 @@ async def run_session_app_calls_ebb(
             shown = _flatten(await memory.aget())
             recalled = (shown[0].content or "").splitlines()[1:]
             print(f"[{session}]   ebb recalled {len(recalled)}: {' | '.join(recalled)}")
-            reply = await llm.achat(shown)
+            try:
+                reply = await llm.achat(shown)
+            except Exception as error:  # the OpenAI client's connection and status errors
+                url = os.environ.get("EBB_LOCAL_LLM_URL", LOCAL_URL)
+                sys.exit(
+                    f"the local model at {url} did not answer ({type(error).__name__}: {error}): "
+                    "start it with `scripts/local-llm start` (`make local-llm` builds it once), "
+                    "or run --offline"
+                )
             answer = (reply.message.content or "").strip()
             await memory.aput(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
             print(f"[{session}] agent: {answer}")

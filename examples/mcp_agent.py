@@ -88,6 +88,22 @@ class Reply:
     tool_calls: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
 
 
+class ModelUnreachable(Exception):
+    """The model's endpoint did not answer (connection refused, timeout...)."""
+
+
+def _first(error: BaseException, wanted: type[Exception]) -> Exception | None:
+    """``error`` itself or the first ``wanted`` inside it (the MCP client's task group wraps
+    what is raised inside it in an exception group)."""
+    if isinstance(error, wanted):
+        return error
+    for inner in getattr(error, "exceptions", ()):
+        found = _first(inner, wanted)
+        if found is not None:
+            return found
+    return None
+
+
 class ChatModel(Protocol):
     name: str
 
@@ -109,10 +125,17 @@ class OpenAICompatibleModel:
             body["tools"] = tools
         if self.max_tokens:
             body["max_tokens"] = self.max_tokens
-        async with httpx.AsyncClient(timeout=600) as http:
-            response = await http.post(
-                self.url, json=body, headers={"Authorization": f"Bearer {self.key}"}
-            )
+        try:
+            async with httpx.AsyncClient(timeout=600) as http:
+                response = await http.post(
+                    self.url, json=body, headers={"Authorization": f"Bearer {self.key}"}
+                )
+        except httpx.HTTPError as error:
+            raise ModelUnreachable(
+                f"the model at {self.url} did not answer ({type(error).__name__}: {error}): for "
+                "--local start it with `scripts/local-llm start` (`make local-llm` builds it "
+                "once), or run --offline"
+            ) from error
         if response.status_code != 200:
             sys.exit(f"the model at {self.url} answered {response.status_code}: {response.text}")
         message = response.json()["choices"][0]["message"]
@@ -306,7 +329,13 @@ async def main(argv: list[str] | None = None) -> int:
         db = args.db or Path(tmp) / "ebb.kuzu"
         for name, turns in SESSIONS.items():
             print(f"\n== {name}: a new ebb mcp server on {db.name} ==")
-            await run_session(db, turns, model, app_calls=args.local)
+            try:
+                await run_session(db, turns, model, app_calls=args.local)
+            except Exception as error:
+                unreachable = _first(error, ModelUnreachable)
+                if unreachable is None:
+                    raise
+                sys.exit(str(unreachable))
     return 0
 
 

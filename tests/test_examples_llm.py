@@ -19,6 +19,7 @@ import asyncio
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -164,11 +165,13 @@ def test_a_changed_prompt_is_not_in_the_cassette(
         example.ChatPromptTemplate.from_messages([("system", changed), ("human", "{question}")]),
     )
     with (
-        pytest.raises(Exception) as failed,
+        pytest.raises(SystemExit) as failed,
         VCR.use_cassette("langchain_agent.yaml"),
     ):
         example.main(["--local", "--db", str(tmp_path / "agent.kuzu")])
-    # The OpenAI client wraps the transport's error; the cause is vcrpy's refusal.
+    # The example stops with its message; the OpenAI client's error under it was caused by
+    # vcrpy's refusal to answer a request it has no recording of.
+    assert "did not answer" in str(failed.value.code)
     chain: list[BaseException] = []
     error: BaseException | None = failed.value
     while error is not None:
@@ -277,3 +280,24 @@ def test_cassettes_hold_no_secrets_and_are_small() -> None:
         assert "authorization" not in text.lower(), path
         assert "bearer" not in text.lower(), path
         assert path.stat().st_size < 40_000, (path, path.stat().st_size)
+
+
+@pytest.mark.parametrize("name", ["langchain_agent", "llamaindex_agent", "mcp_agent"])
+def test_local_flag_with_no_model_running_says_how_to_start_it(tmp_path: Path, name: str) -> None:
+    """Nothing listens on the address: the example stops with what to do, not a traceback."""
+    env = {k: v for k, v in os.environ.items() if k not in LLM_ENV}
+    env["EBB_LOCAL_LLM_URL"] = "http://127.0.0.1:9/v1"  # the discard port: nothing answers
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / f"{name}.py"), "--local"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout
+    last = done.stderr.strip().splitlines()[-1]
+    assert "127.0.0.1:9/v1" in last and "did not answer" in last, done.stderr
+    assert "scripts/local-llm start" in last
+    assert "Traceback" not in done.stderr
