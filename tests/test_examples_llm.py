@@ -54,6 +54,17 @@ def _slim_response(response: dict[str, Any]) -> dict[str, Any]:
     response["headers"] = {
         k: v for k, v in response["headers"].items() if k.lower() in KEEP_HEADERS
     }
+    # The completion's random id and time change on every recording: fixed, a re-recording that
+    # gets the same answers leaves the cassettes byte for byte as they were.
+    body = response["body"]["string"]
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return response
+    if isinstance(data, dict) and "choices" in data:
+        data.update(id="chatcmpl-recorded", created=0)
+        text = json.dumps(data, separators=(",", ":"))
+        response["body"]["string"] = text.encode() if isinstance(body, bytes) else text
     return response
 
 
