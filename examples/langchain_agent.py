@@ -6,7 +6,8 @@ reopened from disk. The user says the renewal moved to June, then asks who the c
 (learned in session 1) and when the renewal is. Told of the change, the agent looks the old fact
 up and remembers the new one as superseding it, so the June fact outranks the March one because
 it replaced it (the March fact is kept, ranked below, with ``why`` naming its replacement), not
-merely because it is newer. Time is a simulated clock, so every run prints the same ranking.
+merely because it is newer. Time is a simulated clock (each turn a minute after the one before),
+so every run prints the same ranking.
 
 The agent is ``langchain.agents.create_agent`` with Ebb's tools (remember, recall, connect,
 forget) from ``ebb_langchain.create_ebb_tools``.
@@ -201,7 +202,9 @@ def run_session(db: Path, clock: FixedClock, turns: list[str], model: BaseChatMo
     with Brain.open(db, namespace=NAMESPACE, clock=clock, wait=10) as brain:
         agent = create_agent(model, create_ebb_tools(brain), system_prompt=SYSTEM_PROMPT)
         messages: list[BaseMessage] = []
-        for turn in turns:
+        start = clock.now()
+        for minute, turn in enumerate(turns):
+            clock.set(start + timedelta(minutes=minute))
             print(f"user: {turn}")
             state = agent.invoke({"messages": [*messages, HumanMessage(turn)]})
             new = state["messages"][len(messages) + 1 :]
@@ -223,7 +226,9 @@ def run_session_app_calls_ebb(
     with Brain.open(db, namespace=NAMESPACE, clock=clock, wait=10) as brain:
         # Only the single best memory: the retriever reinforces everything it returns.
         retriever = EbbRetriever(brain=brain, k=1)
-        for turn in turns:
+        start = clock.now()
+        for minute, turn in enumerate(turns):
+            clock.set(start + timedelta(minutes=minute))
             print(f"user: {turn}")
             fact = _REMEMBER.search(turn)
             if fact:

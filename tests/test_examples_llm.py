@@ -148,16 +148,17 @@ def test_langchain_example_on_the_recorded_local_model(
     assert "Dana" in first
     assert "June" in second
 
-    day_45 = DAY_0 + timedelta(days=45)
+    day_45 = DAY_0 + timedelta(days=45)  # session 2: June told at 0 min, questions at 1 and 2
     with Brain.open(db, namespace="example-agent", clock=FixedClock(day_45)) as brain:
         dana = brain.get("fact:our-contact-at-acme-is-dana")
         june = brain.get("fact:the-acme-renewal-moved-to-june")
         march = brain.get("fact:the-acme-renewal-is-in-march")
-        # What the retriever returned was reinforced in session 2; the superseded fact, looked up
-        # without reinforcing to be replaced, was not read since session 1.
-        assert dana.last_read_at == day_45
-        assert june.last_read_at == day_45
-        assert march.last_read_at in (None, DAY_0)
+        assert (dana.created_at, june.created_at) == (DAY_0, day_45)
+        # What the retriever returned was reinforced when each question was asked; the
+        # superseded fact, looked up without reinforcing to be replaced, was never read again.
+        assert dana.last_read_at == day_45 + timedelta(minutes=1)
+        assert june.last_read_at == day_45 + timedelta(minutes=2)
+        assert march.last_read_at == march.created_at == DAY_0 + timedelta(minutes=1)
         hits = brain.recall("Acme renewal", k=2, reinforce=False)
         assert [h.id for h in hits] == [june.id, march.id]
         assert hits[1].why.superseded_by == [june.id]
@@ -259,7 +260,9 @@ async def test_mcp_example_on_the_recorded_local_model(
         dana = brain.get("fact:our-contact-at-acme-is-dana")
         june = brain.get("fact:the-acme-renewal-moved-to-june")
         march = brain.get("fact:the-acme-renewal-is-in-march")
-        assert dana.last_read_at is not None and june.last_read_at is not None
+        # Each recalled for a question, after it was written: reinforced then.
+        assert dana.last_read_at is not None and dana.last_read_at > dana.created_at
+        assert june.last_read_at is not None and june.last_read_at > june.created_at
         # Looked up with reinforce=False to be replaced, never returned for a question: its read
         # clock is still the one remember set.
         assert march.last_read_at == march.created_at
