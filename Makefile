@@ -4,7 +4,9 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 
-.PHONY: demo test lint typecheck check bench clean
+LLM_VENV ?= .venv-llm
+
+.PHONY: demo test lint typecheck check bench clean local-llm record
 
 $(VENV)/.core: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,5 +36,19 @@ check: lint typecheck test
 bench: $(VENV)/.core
 	$(PY) bench/bench_core.py --sizes 10000 100000
 
+# A real small model for the example agents (scripts/local-llm), in a virtualenv of its own:
+# llama-cpp-python builds from source here, several minutes on 2 cores. Never part of `make test`.
+$(LLM_VENV)/.local-llm: pyproject.toml
+	$(PYTHON) -m venv $(LLM_VENV)
+	CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_OPENMP=OFF" $(LLM_VENV)/bin/python -m pip install -q -e '.[local-llm]'
+	touch $@
+
+local-llm: $(LLM_VENV)/.local-llm
+
+# Runs the example agents against the local model and records every HTTP exchange with the model
+# into tests/cassettes/ (which `make test` replays, with no model).
+record: $(VENV)/.dev $(LLM_VENV)/.local-llm
+	PATH="$(abspath $(VENV))/bin:$$PATH" EBB_LOCAL_LLM_VENV="$(abspath $(LLM_VENV))" bash scripts/record-cassettes
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(LLM_VENV) .local-llm .pytest_cache .mypy_cache .ruff_cache

@@ -13,9 +13,20 @@ fixed rules and calls tools, with no network and no key. With ``EBB_LLM_API_KEY`
 ``EBB_LLM_BASE_URL`` (or ``OPENAI_BASE_URL``), ``EBB_LLM_MODEL`` (default ``gpt-4o-mini``); that
 path needs ``pip install llama-index-llms-openai-like``.
 
+With ``--local`` it runs on the real small model that ``scripts/local-llm start`` serves on
+loopback (SmolLM2-135M-Instruct; ``EBB_LOCAL_LLM_URL`` overrides the address). A model that small
+does not call tools reliably, so there THE APPLICATION calls Ebb and the model only answers: the
+application stores what the user asks it to keep (``EbbToolSpec.remember``), ``Memory`` flushes
+the user's messages into Ebb through ``EbbMemoryBlock``, and every turn the model is shown the
+memories the block recalled (a plain chat, no tools). The tests replay the local model's recorded
+answers (``tests/cassettes/``; ``make record`` records them anew).
+
+Time is a simulated clock (session 2 is a day after session 1), so every run ranks alike.
+
     python examples/llamaindex_agent.py                  # temporary store, removed afterwards
     python examples/llamaindex_agent.py --db ./ebb_db    # keep the store
     python examples/llamaindex_agent.py --offline        # the fake model even if a key is set
+    python examples/llamaindex_agent.py --local          # the local real model (scripts/local-llm)
 """
 
 from __future__ import annotations
@@ -28,6 +39,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +51,7 @@ from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.memory import Memory
 from llama_index.core.tools import BaseTool
 
-from ebb_core import Brain
+from ebb_core import Brain, FixedClock
 from ebb_llamaindex import EbbMemoryBlock, EbbToolSpec
 
 NAMESPACE = "example-agent"
@@ -59,6 +71,14 @@ SYSTEM_PROMPT = (
     "statement. Before answering a question that may depend on earlier conversations, call "
     "recall. Memories relevant to the conversation may also appear in a <memory> block. "
     "Answer briefly."
+)
+DAY_0 = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)
+# With --local the application calls Ebb and the model only answers from what it returned.
+LOCAL_URL = "http://127.0.0.1:8765/v1"
+LOCAL_MODEL = "smollm2-135m-instruct"
+LOCAL_SYSTEM_PROMPT = (
+    "You are a helpful assistant. Reply in one short sentence. Use these memories from "
+    "earlier conversations when they answer the user:"
 )
 # Small on purpose, so that Memory flushes old messages into Ebb within a short conversation.
 CHAT_TOKEN_LIMIT = 100
@@ -115,9 +135,12 @@ def _call(tool: str, **kwargs: Any) -> ChatMessage:
     return ChatMessage(role=MessageRole.ASSISTANT, blocks=[block])
 
 
-def build_llm(offline: bool) -> FunctionCallingLLM:
-    """The scripted fake offline, else a real model behind an OpenAI-compatible endpoint."""
+def build_llm(offline: bool, local: bool = False) -> FunctionCallingLLM:
+    """The scripted fake offline, else a real model behind an OpenAI-compatible endpoint (with
+    ``local``, the small model ``scripts/local-llm`` serves on loopback)."""
     key = os.environ.get("EBB_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY")
+    if local:
+        key = "local"  # the local server checks no key; the client wants one
     if offline or not key:
         return ScriptedFakeLLM()
     try:
@@ -128,6 +151,22 @@ def build_llm(offline: bool) -> FunctionCallingLLM:
             "A real model needs the OpenAI-compatible integration: "
             "pip install llama-index-llms-openai-like (or run with --offline)."
         )
+    if local:
+        name = os.environ.get("EBB_LOCAL_LLM_MODEL", LOCAL_MODEL)
+        url = os.environ.get("EBB_LOCAL_LLM_URL", LOCAL_URL)
+        print(f"model: {name} at {url} (a real local model; the application calls Ebb)")
+        local_llm: FunctionCallingLLM = OpenAILike(
+            model=name,
+            api_base=url,
+            api_key=key,
+            is_chat_model=True,
+            is_function_calling_model=False,
+            context_window=4096,
+            temperature=0.0,
+            max_tokens=48,
+            max_retries=0,
+        )
+        return local_llm
     llm: FunctionCallingLLM = OpenAILike(
         model=os.environ.get("EBB_LLM_MODEL", "gpt-4o-mini"),
         api_base=os.environ.get("EBB_LLM_BASE_URL") or os.environ.get("OPENAI_BASE_URL"),
@@ -139,10 +178,12 @@ def build_llm(offline: bool) -> FunctionCallingLLM:
     return llm
 
 
-async def run_session(db: Path, session: str, turns: list[str], llm: FunctionCallingLLM) -> str:
+async def run_session(
+    db: Path, session: str, turns: list[str], llm: FunctionCallingLLM, clock: FixedClock
+) -> str:
     """One conversation: its own Brain handle, chat Memory and agent. Returns the last answer."""
     answer = ""
-    with Brain.open(db, namespace=NAMESPACE) as brain:
+    with Brain.open(db, namespace=NAMESPACE, clock=clock) as brain:
         memory = Memory.from_defaults(
             session_id=session,
             token_limit=CHAT_TOKEN_LIMIT,
@@ -164,18 +205,88 @@ async def run_session(db: Path, session: str, turns: list[str], llm: FunctionCal
     return answer
 
 
+async def run_session_app_calls_ebb(
+    db: Path, session: str, turns: list[str], llm: FunctionCallingLLM, clock: FixedClock
+) -> str:
+    """One conversation where the APPLICATION calls Ebb and the model only answers (for models
+    too small to call tools): "remember ..." is stored by the application, ``Memory`` flushes the
+    user's messages into Ebb, and the model sees what ``EbbMemoryBlock`` recalled. Returns the
+    last answer."""
+    answer = ""
+    with Brain.open(db, namespace=NAMESPACE, clock=clock) as brain:
+        # The model is shown memories as plain lines (no ids), the three most relevant; only
+        # the user's messages are kept (a small model's replies would crowd recall).
+        block = EbbMemoryBlock(brain=brain, k=3, template="- {text}", roles=["user"])
+        memory = Memory.from_defaults(
+            session_id=session, token_limit=CHAT_TOKEN_LIMIT, memory_blocks=[block]
+        )
+        spec = EbbToolSpec(brain)
+        for turn in turns:
+            print(f"[{session}] user:  {turn}")
+            wanted = _REMEMBER.search(turn)
+            if wanted:
+                stored = spec.remember(text=wanted.group("fact").strip(), kind="fact")
+                print(f"[{session}]   app remember -> {stored.splitlines()[0]}")
+            await memory.aput(ChatMessage(role=MessageRole.USER, content=turn))
+            shown = _flatten(await memory.aget())
+            recalled = (shown[0].content or "").splitlines()[1:]
+            print(f"[{session}]   ebb recalled {len(recalled)}: {' | '.join(recalled)}")
+            try:
+                reply = await llm.achat(shown)
+            except Exception as error:  # the OpenAI client's connection and status errors
+                url = os.environ.get("EBB_LOCAL_LLM_URL", LOCAL_URL)
+                sys.exit(
+                    f"the local model at {url} did not answer ({type(error).__name__}: {error}): "
+                    "start it with `scripts/local-llm start` (`make local-llm` builds it once), "
+                    "or run --offline"
+                )
+            answer = (reply.message.content or "").strip()
+            await memory.aput(ChatMessage(role=MessageRole.ASSISTANT, content=answer))
+            print(f"[{session}] agent: {answer}")
+        stats = brain.stats()
+        print(f"[{session}] ebb holds {stats.nodes} memories and {stats.edges} links\n")
+    return answer
+
+
+def _flatten(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """What the model is shown: one system message (the prompt, then each memory Ebb recalled
+    on a line of its own, without Memory's XML wrapping, which confuses a small model) and the
+    chat turns still in the short-term queue."""
+    recalled = [
+        line
+        for m in messages
+        if m.role == MessageRole.SYSTEM
+        for line in (m.content or "").splitlines()
+        if line.startswith("- ")
+    ]
+    system = "\n".join([LOCAL_SYSTEM_PROMPT, *recalled])
+    chat = [
+        ChatMessage(role=m.role, content=m.content or "")
+        for m in messages
+        if m.role != MessageRole.SYSTEM
+    ]
+    return [ChatMessage(role=MessageRole.SYSTEM, content=system), *chat]
+
+
 async def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, help="Kùzu database file to use (kept afterwards)")
-    parser.add_argument("--offline", action="store_true", help="use the scripted fake model")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--offline", action="store_true", help="use the scripted fake model")
+    mode.add_argument(
+        "--local", action="store_true", help="use the local real model (scripts/local-llm start)"
+    )
     args = parser.parse_args(argv)
-    llm = build_llm(args.offline)
+    llm = build_llm(args.offline, args.local)
     print(f"model: {type(llm).__name__}\n")
     scratch = None if args.db else tempfile.mkdtemp(prefix="ebb-llamaindex-")
     db = args.db or Path(scratch or ".") / "ebb.kuzu"
+    clock = FixedClock(DAY_0)
+    session_fn = run_session_app_calls_ebb if args.local else run_session
     try:
-        for session, turns in SESSIONS.items():
-            await run_session(db, session, turns, llm)
+        for day, (session, turns) in enumerate(SESSIONS.items()):
+            clock.set(DAY_0 + timedelta(days=day))
+            await session_fn(db, session, turns, llm, clock)
     finally:
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
