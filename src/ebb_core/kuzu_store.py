@@ -397,7 +397,12 @@ class KuzuStore(GraphStore):
                 )
         try:
             # Checkpoints are taken by this store (see _maybe_checkpoint), never inside a write.
-            self._db = kuzu.Database(self._path, read_only=read_only, auto_checkpoint=False)
+            self._db = kuzu.Database(
+                self._path,
+                read_only=read_only,
+                auto_checkpoint=False,
+                buffer_pool_size=buffer_pool_bytes(self._path),
+            )
         except RuntimeError as exc:
             msg = str(exc)
             # A writer closing elsewhere checkpoints through a ".shadow" file; opening just
@@ -2168,6 +2173,48 @@ def _kinds_param(kinds: Sequence[str]) -> dict[str, Any]:
 
 
 _FULL = ("no space left", "disk full", "file too large", "errno 28", "errno 27", "enospc", "efbig")
+
+
+BUFFER_POOL_CAP = 4 << 30
+"""Default buffer pool ceiling: 4 GiB, or twice the store's size on disk if that is more."""
+
+
+def buffer_pool_bytes(path: str) -> int:
+    """The page cache Kùzu gets for the store at ``path`` (0: Kùzu's own default).
+
+    Kùzu's default is 80 % of the machine's memory, and setting up (and tearing down) that
+    much costs every open about 85 ms and every close about 5 ms on a 23 GB machine (measured
+    on a 1k store: 135 ms to open against 49 ms with 4 GiB), which a one-shot ``ebb`` command
+    and a server re-opening after letting go of the store pay each time. So the default is
+    ``max(4 GiB, 2 × the store's files)`` (never more than Kùzu's own); ``EBB_KUZU_BUFFER_POOL_MB``
+    sets it (``0``: Kùzu's default).
+    """
+    raw = os.environ.get("EBB_KUZU_BUFFER_POOL_MB", "").strip()
+    if raw:
+        try:
+            mb = int(raw)
+        except ValueError:
+            raise InvalidInput(
+                f"EBB_KUZU_BUFFER_POOL_MB must be a whole number of MiB (0: Kùzu's default), "
+                f"got {raw!r}",
+                field="EBB_KUZU_BUFFER_POOL_MB",
+            ) from None
+        if mb < 0:
+            raise InvalidInput(
+                f"EBB_KUZU_BUFFER_POOL_MB must be 0 or more, got {mb}",
+                field="EBB_KUZU_BUFFER_POOL_MB",
+            )
+        return mb << 20
+    size = 0
+    for suffix in ("", ".wal"):
+        with suppress(OSError):
+            size += os.path.getsize(path + suffix)
+    try:
+        kuzu_default = int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 0.8)
+    except (ValueError, OSError, AttributeError):
+        return 0
+    wanted = max(BUFFER_POOL_CAP, 2 * size)
+    return 0 if wanted >= kuzu_default else wanted
 
 
 def _room_for(path: str, folder: str, extra: int = 0) -> tuple[int, int]:
