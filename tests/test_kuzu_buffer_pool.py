@@ -22,7 +22,7 @@ def test_default_is_capped_and_grows_with_the_store(
     monkeypatch.delenv("EBB_KUZU_BUFFER_POOL_MB", raising=False)
     small = tmp_path / "small.kuzu"
     small.write_bytes(b"\0" * 4096)
-    expected = BUFFER_POOL_CAP if BUFFER_POOL_CAP < kuzu_default() else 0
+    expected = BUFFER_POOL_CAP if kuzu_default() > BUFFER_POOL_CAP else 0
     assert buffer_pool_bytes(str(small)) == expected
     # A store (with its log) larger than half the cap gets twice its size, up to Kùzu's own.
     big = tmp_path / "big.kuzu"
