@@ -7,6 +7,7 @@ import json
 import os
 import re
 import threading
+import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -397,12 +398,7 @@ class KuzuStore(GraphStore):
                 )
         try:
             # Checkpoints are taken by this store (see _maybe_checkpoint), never inside a write.
-            self._db = kuzu.Database(
-                self._path,
-                read_only=read_only,
-                auto_checkpoint=False,
-                buffer_pool_size=buffer_pool_bytes(self._path),
-            )
+            self._db = _open_database(kuzu, self._path, read_only)
         except RuntimeError as exc:
             msg = str(exc)
             # A writer closing elsewhere checkpoints through a ".shadow" file; opening just
@@ -2173,6 +2169,36 @@ def _kinds_param(kinds: Sequence[str]) -> dict[str, Any]:
 
 
 _FULL = ("no space left", "disk full", "file too large", "errno 28", "errno 27", "enospc", "efbig")
+
+
+_HANDOVER_TRIES = 5
+"""Attempts at opening while another process may be closing the store (see _open_database)."""
+
+
+def _open_database(kuzu: Any, path: str, read_only: bool) -> Any:
+    """``kuzu.Database`` on ``path``, tried again briefly when it trips over the write-ahead log
+    (or shadow file) of another process that is closing the store just then.
+
+    Kùzu lets a process in as the previous one releases the store, while that one may still be
+    removing its ``.wal``: the opener then fails on the log vanishing under it ("Error removing
+    ... .wal", "Reading past the end of the file ... .wal with size 0"). Seen about once in a
+    hundred hand-overs between ``ebb mcp`` and an ``ebb`` command, more often the faster opening
+    is. A log that is really damaged fails every attempt and is reported as before.
+    """
+    logs = (path + ".wal", path + ".shadow")
+    for attempt in range(_HANDOVER_TRIES):
+        try:
+            return kuzu.Database(
+                path,
+                read_only=read_only,
+                auto_checkpoint=False,
+                buffer_pool_size=buffer_pool_bytes(path),
+            )
+        except RuntimeError as exc:
+            if attempt + 1 == _HANDOVER_TRIES or not any(f in str(exc) for f in logs):
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 BUFFER_POOL_CAP = 4 << 30
