@@ -11,6 +11,11 @@ own JSON Lines file, then times, through the ``mcp`` SDK's ``Client``:
   and scans the whole file), and not past a size where its search p50 went over 2 s;
 - the in-process ``Brain`` on the same store, same queries: what the MCP figures add to.
 
+Every side works on its own copy of the store and they take turns call by call (Ebb stdio, Ebb
+HTTP, in-process, reference, then the next query), so all of them meet the same moments of a
+shared machine. The client's own check of each result against the tool's output schema
+(``jsonschema``, in the SDK's client) is timed apart and reported, for Ebb and the reference.
+
 Queries: half one common word (Zipf ranks 10-100 of a 20,000-word vocabulary, each in roughly
 1-8 % of the memories; ``--common-ranks`` to change), half the token of one memory.
 
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -39,7 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -142,49 +148,119 @@ class Corpus:
 # -- driving a server ----------------------------------------------------------------------------
 
 
-async def timed(calls: list[Callable[[], Awaitable[Any]]]) -> list[float]:
-    out = []
-    for fn in calls:
+_CHECKED = [0.0]  # ms the client spent checking results against output schemas, so far
+
+
+def count_client_checks() -> None:
+    """Time the SDK client's check of each result against the tool's output schema.
+
+    The client validates every structured result with ``jsonschema`` (pure Python); for a rich
+    result that is a fixed part of each round trip, whichever server answers. Only timed here,
+    never changed or skipped.
+    """
+    from mcp.client.session import ClientSession
+
+    checks = ClientSession.validate_tool_result
+    if getattr(checks, "timed", False):
+        return
+
+    async def timed_checks(self: ClientSession, name: str, result: Any) -> None:
         t0 = time.perf_counter()
-        result = await fn()
-        out.append((time.perf_counter() - t0) * 1000)
-        if getattr(result, "is_error", False):
-            raise RuntimeError(f"a benchmark call failed: {result.content}")
-    return out
+        try:
+            await checks(self, name, result)
+        finally:
+            _CHECKED[0] += (time.perf_counter() - t0) * 1000
+
+    timed_checks.timed = True  # type: ignore[attr-defined]
+    ClientSession.validate_tool_result = timed_checks  # type: ignore[method-assign]
 
 
-async def drive(
-    client: Client, corpus: Corpus, search: str, write: str, ops: int
-) -> dict[str, dict[str, float]]:
-    def search_args(q: str) -> dict[str, Any]:
-        return {"query": q, "k": 10} if search == "recall" else {"query": q}
+class Side:
+    """One way in to a memory: a name, a search call and a write call (async)."""
 
-    def write_args(i: int) -> dict[str, Any]:
+    def __init__(
+        self,
+        name: str,
+        search: Callable[[str], Awaitable[Any]],
+        write: Callable[[int], Awaitable[Any]],
+    ) -> None:
+        self.name, self.search, self.write = name, search, write
+
+
+def mcp_side(name: str, client: Client, corpus: Corpus, search: str, write: str) -> Side:
+    """A server reached through the SDK client: Ebb's recall/remember or the reference's tools."""
+
+    async def do_search(q: str) -> Any:
+        args = {"query": q, "k": 10} if search == "recall" else {"query": q}
+        return await client.call_tool(search, args)
+
+    async def do_write(i: int) -> Any:
         text = corpus.new_texts[i]
         if write == "remember":
-            return {"text": text}
-        return {"entities": [{"name": f"new-{i}", "entityType": "note", "observations": [text]}]}
+            return await client.call_tool(write, {"text": text})
+        entity = {"name": f"new-{i}", "entityType": "note", "observations": [text]}
+        return await client.call_tool(write, {"entities": [entity]})
 
-    for q in corpus.queries[:5]:  # warm up: first open, prepared statements, JIT
-        await client.call_tool(search, search_args(q))
-    searches = await timed(
-        [lambda q=q: client.call_tool(search, search_args(q)) for q in corpus.queries[:ops]]
-    )
-    writes = await timed(
-        [lambda i=i: client.call_tool(write, write_args(i)) for i in range(ops // 2)]
-    )
-    return {"search": summary(searches), "write": summary(writes)}
+    return Side(name, do_search, do_write)
+
+
+def local_side(brain: Brain, corpus: Corpus) -> Side:
+    """The in-process ``Brain``: what the MCP figures add to."""
+
+    async def do_search(q: str) -> Any:
+        return brain.recall(q, k=10)
+
+    async def do_write(i: int) -> Any:
+        return brain.remember(corpus.new_texts[i])
+
+    return Side("in_process", do_search, do_write)
+
+
+async def interleaved(sides: list[Side], corpus: Corpus, ops: int) -> dict[str, dict[str, Any]]:
+    """Time every side on the same searches and writes, taking turns call by call.
+
+    On a shared machine the load moves latency more than most changes do; taking turns gives
+    every side the same moments, where timing one side after another would not.
+    """
+    for side in sides:  # warm up: first open, prepared statements, recall columns
+        for q in corpus.queries[:5]:
+            await side.search(q)
+    names = [s.name for s in sides]
+    times: dict[str, dict[str, list[float]]] = {
+        n: {"search": [], "write": [], "search_check": [], "write_check": []} for n in names
+    }
+
+    async def one(side: Side, op: str, call: Awaitable[Any]) -> None:
+        before = _CHECKED[0]
+        t0 = time.perf_counter()
+        result = await call
+        times[side.name][op].append((time.perf_counter() - t0) * 1000)
+        times[side.name][f"{op}_check"].append(_CHECKED[0] - before)
+        if getattr(result, "is_error", False):
+            raise RuntimeError(f"a benchmark call to {side.name} failed: {result.content}")
+
+    for i, q in enumerate(corpus.queries[:ops]):
+        for side in sides[i % len(sides) :] + sides[: i % len(sides)]:
+            await one(side, "search", side.search(q))
+    for i in range(ops // 2):
+        for side in sides[i % len(sides) :] + sides[: i % len(sides)]:
+            await one(side, "write", side.write(i))
+    return {
+        n: {
+            "search": summary(t["search"]),
+            "write": summary(t["write"]),
+            "client_check": {
+                "search_p50": round(statistics.median(t["search_check"]), 2),
+                "write_p50": round(statistics.median(t["write_check"]), 2),
+            },
+        }
+        for n, t in times.items()
+    }
 
 
 def store_env(db: Path) -> dict[str, str]:
     env = {k: os.environ[k] for k in PASSED if k in os.environ}
     return {**env, "EBB_DB_PATH": str(db), "EBB_NAMESPACE": NAMESPACE, "EBB_BACKEND": "kuzu"}
-
-
-async def ebb_stdio(db: Path, corpus: Corpus, ops: int) -> dict[str, dict[str, float]]:
-    params = StdioServerParameters(command=str(EBB), args=["mcp"], env=store_env(db))
-    async with Client(params) as client:
-        return await drive(client, corpus, "recall", "remember", ops)
 
 
 def free_port() -> int:
@@ -194,7 +270,9 @@ def free_port() -> int:
         return port
 
 
-async def ebb_http(db: Path, corpus: Corpus, ops: int) -> dict[str, dict[str, float]]:
+@contextlib.asynccontextmanager
+async def http_server(db: Path) -> AsyncIterator[str]:
+    """``ebb mcp --transport http`` on ``db``; yields its URL."""
     port = free_port()
     proc = subprocess.Popen(
         [str(EBB), "mcp", "--transport", "http", "--port", str(port)],
@@ -213,40 +291,53 @@ async def ebb_http(db: Path, corpus: Corpus, ops: int) -> dict[str, dict[str, fl
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("ebb mcp --transport http did not start") from None
                 await asyncio.sleep(0.1)
-        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
-            return await drive(client, corpus, "recall", "remember", ops)
+        yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()
         proc.wait(30)
 
 
-async def reference(
-    server_js: Path, data: Path, corpus: Corpus, ops: int
-) -> dict[str, dict[str, float]]:
-    params = StdioServerParameters(
-        command="node",
-        args=[str(server_js)],
-        env={"MEMORY_FILE_PATH": str(data), "PATH": os.environ.get("PATH", "")},
-    )
-    async with Client(params) as client:
-        return await drive(client, corpus, "search_nodes", "create_entities", ops)
+def copy_store(db: Path, to: Path) -> Path:
+    """A copy of a closed store, so that each side has its own (one process per store file)."""
+    for suffix in ("", ".wal"):
+        target = Path(str(to) + suffix)
+        target.unlink(missing_ok=True)
+        if Path(str(db) + suffix).exists():
+            shutil.copyfile(str(db) + suffix, target)
+    return to
 
 
-def in_process(db: Path, corpus: Corpus, ops: int) -> dict[str, dict[str, float]]:
-    with Brain.open(db, backend="kuzu", namespace=NAMESPACE) as brain:
-        for q in corpus.queries[:5]:
-            brain.recall(q, k=10)
-        searches = []
-        for q in corpus.queries[:ops]:
-            t0 = time.perf_counter()
-            brain.recall(q, k=10)
-            searches.append((time.perf_counter() - t0) * 1000)
-        writes = []
-        for i in range(ops // 2):
-            t0 = time.perf_counter()
-            brain.remember(corpus.new_texts[i] + " again")
-            writes.append((time.perf_counter() - t0) * 1000)
-    return {"search": summary(searches), "write": summary(writes)}
+async def run_sides(
+    db: Path,
+    corpus: Corpus,
+    ops: int,
+    reference_js: Path | None,
+    reference_data: Path | None,
+) -> dict[str, dict[str, Any]]:
+    """Ebb over stdio and over HTTP, in process, and the reference server, taking turns."""
+    http_db = copy_store(db, db.with_name(db.stem + "-http.kuzu"))
+    local_db = copy_store(db, db.with_name(db.stem + "-local.kuzu"))
+    async with contextlib.AsyncExitStack() as stack:
+        stdio = await stack.enter_async_context(
+            Client(StdioServerParameters(command=str(EBB), args=["mcp"], env=store_env(db)))
+        )
+        url = await stack.enter_async_context(http_server(http_db))
+        http = await stack.enter_async_context(Client(url))
+        brain = stack.enter_context(Brain.open(local_db, backend="kuzu", namespace=NAMESPACE))
+        sides = [
+            mcp_side("ebb_stdio", stdio, corpus, "recall", "remember"),
+            mcp_side("ebb_http", http, corpus, "recall", "remember"),
+            local_side(brain, corpus),
+        ]
+        if reference_js is not None and reference_data is not None:
+            params = StdioServerParameters(
+                command="node",
+                args=[str(reference_js)],
+                env={"MEMORY_FILE_PATH": str(reference_data), "PATH": os.environ.get("PATH", "")},
+            )
+            ref = await stack.enter_async_context(Client(params))
+            sides.append(mcp_side("reference", ref, corpus, "search_nodes", "create_entities"))
+        return await interleaved(sides, corpus, ops)
 
 
 def cli_seconds(db: Path, *args: str) -> float:
@@ -347,34 +438,31 @@ def run_size(
         raise RuntimeError(f"ebb import failed: {done.stderr}")
     log(f"{n:,}: ebb import {time.perf_counter() - t0:.1f} s")
     row: dict[str, Any] = {"memories": n, "ops": ops, "load_before": round(os.getloadavg()[0], 2)}
-    row["ebb_stdio"] = asyncio.run(ebb_stdio(db, corpus, ops))
-    log(f"{n:,}: ebb stdio {row['ebb_stdio']}")
-    row["ebb_http"] = asyncio.run(ebb_http(db, corpus, ops))
-    log(f"{n:,}: ebb http {row['ebb_http']}")
-    row["approval"] = asyncio.run(approve_while_looping(db, corpus))
-    log(f"{n:,}: approval {row['approval']}")
-    row["in_process"] = in_process(db, corpus, ops)
-    log(f"{n:,}: in-process {row['in_process']}")
+    ref_data = None
     if server_js is not None and with_reference:
         ref_data = work / f"reference-{n}.jsonl"
         corpus.write_reference(ref_data)
-        row["reference"] = asyncio.run(reference(server_js, ref_data, corpus, ops))
-        log(f"{n:,}: reference {row['reference']}")
+    sides = asyncio.run(run_sides(db, corpus, ops, server_js if ref_data else None, ref_data))
+    row.update(sides)
+    for name, figures in sides.items():
+        log(f"{n:,}: {name} {figures}")
+    row["approval"] = asyncio.run(approve_while_looping(db, corpus))
+    log(f"{n:,}: approval {row['approval']}")
     row["load_after"] = round(os.getloadavg()[0], 2)  # a busy machine shows in every p95
-    mcp, local = row["ebb_stdio"], row["in_process"]
+    mcp, local, http = row["ebb_stdio"], row["in_process"], row["ebb_http"]
     row["targets"] = {
         "recall_p95_overhead_ms": round(mcp["search"]["p95"] - local["search"]["p95"], 2),
         "remember_p50_overhead_ms": round(mcp["write"]["p50"] - local["write"]["p50"], 2),
-        "http_over_stdio_recall_p50": round(
-            row["ebb_http"]["search"]["p50"] / mcp["search"]["p50"], 2
-        ),
+        "http_over_stdio_recall_p50": round(http["search"]["p50"] / mcp["search"]["p50"], 2),
+        "http_over_stdio_remember_p50": round(http["write"]["p50"] / mcp["write"]["p50"], 2),
     }
     if "reference" in row:
         ref = row["reference"]
-        row["targets"]["faster_than_reference"] = (
-            mcp["search"]["p95"] < ref["search"]["p95"]
-            and mcp["write"]["p50"] < ref["write"]["p50"]
-        )
+        row["targets"]["faster_than_reference"] = {
+            "search_p50": mcp["search"]["p50"] < ref["search"]["p50"],
+            "search_p95": mcp["search"]["p95"] < ref["search"]["p95"],
+            "write_p50": mcp["write"]["p50"] < ref["write"]["p50"],
+        }
     return row
 
 
@@ -401,6 +489,29 @@ def table(rows: list[dict[str, Any]], ref_note: str) -> str:
             f"{pair(r['in_process'])} | {pair(ref)} | {one(r['ebb_stdio'])} | "
             f"{one(r['ebb_http'])} | {one(r['in_process'])} | {one(ref)} | "
             f"{t['recall_p95_overhead_ms']:+.1f} ms | {t['remember_p50_overhead_ms']:+.1f} ms |"
+        )
+    lines += [
+        "",
+        "| memories | HTTP / stdio recall p50 | HTTP / stdio remember p50 | client's schema check "
+        "of a recall / of a search_nodes result (p50) | stdio recall p50 / p95 and remember p50 "
+        "faster than the reference |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        t, ref = r["targets"], r.get("reference")
+        faster = t.get("faster_than_reference")
+        verdict = (
+            " / ".join(
+                "yes" if faster[k] else "no" for k in ("search_p50", "search_p95", "write_p50")
+            )
+            if faster
+            else "—"
+        )
+        ref_check = f"{ref['client_check']['search_p50']:.2f} ms" if ref else "—"
+        lines.append(
+            f"| {r['memories']:,} | {t['http_over_stdio_recall_p50']:.2f}× | "
+            f"{t['http_over_stdio_remember_p50']:.2f}× | "
+            f"{r['ebb_stdio']['client_check']['search_p50']:.2f} ms / {ref_check} | {verdict} |"
         )
     lines += [
         "",
@@ -441,6 +552,7 @@ def main() -> None:
     args = ap.parse_args()
     if not EBB.exists():
         sys.exit(f"no ebb command next to {sys.executable}: pip install -e '.[mcp]' first")
+    count_client_checks()
 
     with tempfile.TemporaryDirectory(prefix="ebb-mcp-bench-") as tmp:
         work = Path(args.workdir or tmp)

@@ -559,3 +559,83 @@ def test_mutated_requests_are_each_answered_exactly_once(tmp_path: Path) -> None
         code, err = server.close()
     assert code == 0 and "Traceback" not in err, err[-2000:]
     assert due == answered and due > 150  # most mutations leave a request that needs an answer
+
+
+# -- stdin and stdout on the event loop (pipes) ---------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(6))
+async def test_pipe_lines_read_what_readline_reads(seed: int) -> None:
+    """Read from a pipe on the event loop, lines come out exactly as ``readline(limit)`` gives
+    them: split anywhere by the writer, longer than the limit, unterminated at the end."""
+    import io
+
+    from ebb_core.mcp_wire import _PipeLines
+
+    rng = random.Random(seed)
+    parts = [
+        json.dumps({"n": i, "pad": "é" * rng.randrange(0, 300)}).encode() + b"\n" for i in range(40)
+    ]
+    parts.insert(rng.randrange(40), b"x" * 5000 + b"\n")  # longer than every limit below
+    data = b"".join(parts) + b'{"unterminated": true}'
+    limits = [rng.choice([64, 700, 4096, 1 << 20]) for _ in range(400)]
+    expected, plain = [], io.BytesIO(data)
+    for limit in limits:
+        expected.append(plain.readline(limit))
+
+    r, w = os.pipe()
+
+    def write() -> None:
+        at = 0
+        with os.fdopen(w, "wb", buffering=0) as out:
+            while at < len(data):
+                step = rng.randrange(1, 3000)
+                out.write(data[at : at + step])
+                at += step
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    with os.fdopen(r, "rb", buffering=0) as stream:
+        lines = await _PipeLines.open(stream)
+        assert lines is not None  # a pipe on asyncio's loop: read there, not on a thread
+        got = [await lines.readline(limit) for limit in limits]
+        lines.close()
+    writer.join()
+    assert got == expected
+    assert got[-1] == b""  # the end
+
+
+def test_pipe_stdout_keeps_stray_output_off_the_protocol(tmp_path: Path) -> None:
+    """While PipeStdout serves, writes to descriptor 1 by anything else go to stderr; the
+    protocol's own lines arrive whole and in order, and stdout is back afterwards."""
+    script = tmp_path / "serve.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import asyncio, os
+            from ebb_core.mcp_wire import PipeStdout
+
+            async def main():
+                out = await PipeStdout.open()
+                assert out is not None
+                for i in range(200):
+                    await out.write('{"line": %d, "pad": "%s"}\\n' % (i, "z" * 2000))
+                    await out.flush()
+                    if i == 50:
+                        os.write(1, b"stray bytes\\n")
+                        print("stray print", flush=True)
+                await out.close()
+
+            asyncio.run(main())
+            print("after", flush=True)
+            """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [json.loads(x)["line"] for x in lines[:-1]] == list(range(200))
+    assert lines[-1] == "after"
+    assert "stray bytes" in done.stderr and "stray print" in done.stderr

@@ -21,12 +21,22 @@ other line is answered here, so every request gets a response:
 
 Responses from a client (``result``/``error`` without ``method``) that cannot be parsed are
 logged on stderr and dropped: JSON-RPC never answers a response.
+
+When stdin and stdout are pipes (as every client that starts the server makes them), both are
+read and written on the event loop (:class:`PipeStdout`, and the reader here), where the SDK
+would hand every line read, every message written and every flush to a worker thread: three
+thread switches a call, a good part of what a call costs beyond its own work on a busy machine.
+Anything else (a terminal, a file) keeps the SDK's threaded way.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
+import os
+import stat
 import sys
 from collections.abc import Mapping
 from typing import Any, BinaryIO
@@ -34,7 +44,14 @@ from typing import Any, BinaryIO
 import anyio
 import anyio.to_thread
 
-__all__ = ["MAX_DEPTH", "MAX_LINE_BYTES", "WIRE_ERROR_KEY", "GuardedStdin", "answer_for"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_LINE_BYTES",
+    "WIRE_ERROR_KEY",
+    "GuardedStdin",
+    "PipeStdout",
+    "answer_for",
+]
 
 log = logging.getLogger("ebb.mcp")
 
@@ -220,6 +237,17 @@ class GuardedStdin:
         self._stream = stream if stream is not None else sys.stdin.buffer
         self._write: Any = None
         self._ready: anyio.Event | None = None
+        self._pipe: _PipeLines | None = None
+        self._tried_pipe = False
+
+    async def _readline(self, limit: int) -> bytes:
+        """The next line (with its newline), at most ``limit`` bytes of it; ``b""`` at the end."""
+        if not self._tried_pipe:
+            self._tried_pipe = True
+            self._pipe = await _PipeLines.open(self._stream)
+        if self._pipe is not None:
+            return await self._pipe.readline(limit)
+        return await anyio.to_thread.run_sync(self._stream.readline, limit, abandon_on_cancel=True)
 
     def attach(self, write_stream: Any) -> None:
         self._write = write_stream
@@ -236,10 +264,10 @@ class GuardedStdin:
             self._ready = self._ready or anyio.Event()
             await self._ready.wait()
         while True:
-            raw: bytes = await anyio.to_thread.run_sync(
-                self._stream.readline, MAX_LINE_BYTES + 1, abandon_on_cancel=True
-            )
+            raw = await self._readline(MAX_LINE_BYTES + 1)
             if not raw:
+                if self._pipe is not None:
+                    self._pipe.close()
                 raise StopAsyncIteration
             if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
                 await self._discard_rest()
@@ -289,9 +317,7 @@ class GuardedStdin:
 
     async def _discard_rest(self) -> None:
         while True:
-            chunk = await anyio.to_thread.run_sync(
-                self._stream.readline, MAX_LINE_BYTES, abandon_on_cancel=True
-            )
+            chunk = await self._readline(MAX_LINE_BYTES)
             if not chunk or chunk.endswith(b"\n"):
                 return
 
@@ -301,3 +327,159 @@ class GuardedStdin:
 
         message = jsonrpc_message_adapter.validate_python(reply)
         await self._write.send(SessionMessage(message))
+
+
+def _on_asyncio() -> bool:
+    import sniffio
+
+    try:
+        return sniffio.current_async_library() == "asyncio"
+    except sniffio.AsyncLibraryNotFoundError:
+        return False
+
+
+def _is_pipe(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+class _PipeLines:
+    """Lines of a pipe, read on the event loop (asyncio's pipe transport) instead of a thread."""
+
+    def __init__(
+        self, reader: asyncio.StreamReader, transport: asyncio.BaseTransport, fd: int
+    ) -> None:
+        self._fd = fd
+        self._reader = reader
+        self._transport = transport
+        self._buf = bytearray()
+        self._scanned = 0  # no newline in _buf[:_scanned]
+
+    @classmethod
+    async def open(cls, stream: BinaryIO) -> _PipeLines | None:
+        """Read ``stream`` this way if it is a pipe and the loop is asyncio's, else ``None``."""
+        try:
+            fd = stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            return None
+        if not _on_asyncio() or not _is_pipe(fd):
+            return None
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader()
+        # A duplicate, so that closing the transport leaves the process's stdin alone.
+        pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
+        try:
+            transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader), pipe
+            )
+        except (OSError, ValueError):
+            pipe.close()
+            return None
+        return cls(reader, transport, fd)
+
+    async def readline(self, limit: int) -> bytes:
+        """Like ``BinaryIO.readline(limit)``: up to and including the next newline, or the
+        first ``limit`` bytes of a longer line, or what is left at the end (``b""``: nothing)."""
+        buf = self._buf
+        while True:
+            at = buf.find(b"\n", self._scanned, limit)
+            if at >= 0:
+                return self._take(at + 1)
+            if len(buf) >= limit:
+                return self._take(limit)
+            self._scanned = len(buf)
+            chunk = await self._reader.read(1 << 16)
+            if not chunk:
+                return self._take(len(buf))
+            buf += chunk
+
+    def _take(self, n: int) -> bytes:
+        line = bytes(self._buf[:n])
+        del self._buf[:n]
+        self._scanned = 0
+        return line
+
+    def close(self) -> None:
+        self._transport.close()
+        with contextlib.suppress(OSError):  # the transport made the shared pipe non-blocking
+            os.set_blocking(self._fd, True)
+
+
+class _WriteProtocol(asyncio.streams.FlowControlMixin):
+    """Flow control for a ``StreamWriter`` on a pipe, and a future that is done once the pipe
+    is closed (its buffer written out, or the reader gone)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        if not self._closed.done():
+            self._closed.set_result(None)
+
+    def _get_close_waiter(self, stream: asyncio.StreamWriter) -> asyncio.Future[None]:
+        return self._closed
+
+
+class PipeStdout:
+    """The SDK stdio transport's stdout, written on the event loop when stdout is a pipe.
+
+    Pass it as ``stdio_server(stdout=...)`` (from :meth:`open`, which gives ``None`` where the
+    SDK's own threaded writer should stay). Like the SDK, it keeps the protocol on a private
+    duplicate of file descriptor 1 and points descriptor 1 at stderr while serving, so that
+    anything else printing to stdout (a library, a stray ``print``) cannot corrupt the
+    protocol; :meth:`close` puts it back.
+    """
+
+    def __init__(self, writer: asyncio.StreamWriter, private_fd: int, saved_fd: int | None) -> None:
+        self._writer = writer
+        self._private_fd = private_fd
+        self._saved_fd = saved_fd
+
+    @classmethod
+    async def open(cls) -> PipeStdout | None:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        if not _on_asyncio() or not _is_pipe(1):
+            return None
+        import fcntl
+
+        private = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+        loop = asyncio.get_running_loop()
+        pipe = os.fdopen(private, "wb", buffering=0)
+        try:
+            transport, protocol = await loop.connect_write_pipe(_WriteProtocol, pipe)
+        except (OSError, ValueError):
+            pipe.close()
+            return None
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        saved = None
+        try:
+            saved = os.dup(1)  # the pipe, put back on descriptor 1 at the end
+            os.dup2(2, 1)
+        except OSError:
+            pass  # serve anyway: only the protection against stray prints is missing
+        return cls(writer, private, saved)
+
+    async def write(self, data: str) -> None:
+        self._writer.write(data.encode("utf-8"))
+
+    async def flush(self) -> None:
+        await self._writer.drain()  # waits only while the client is not reading
+
+    async def close(self, timeout: float = 5.0) -> None:
+        """Write out what is still buffered (for up to ``timeout`` seconds: a client that went
+        away reads nothing more) and give descriptor 1 back its pipe."""
+        self._writer.close()
+        with contextlib.suppress(ConnectionError, OSError, TimeoutError):
+            await asyncio.wait_for(self._writer.wait_closed(), timeout)
+        if self._saved_fd is not None:
+            with contextlib.suppress(OSError):
+                os.set_blocking(self._saved_fd, True)
+                os.dup2(self._saved_fd, 1)
+            os.close(self._saved_fd)
+            self._saved_fd = None
