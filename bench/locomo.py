@@ -252,7 +252,11 @@ def parse_value(raw: str) -> Any:
     try:
         return int(raw)
     except ValueError:
+        pass
+    try:
         return float(raw)
+    except ValueError:
+        return raw
 
 
 def parse_settings(items: Sequence[str]) -> dict[str, Any]:

@@ -57,6 +57,7 @@ Progress = Callable[[int, int], None]
 """A progress callback: ``(done, total)``."""
 
 EXPORT_FORMAT = "ebb-export"
+VECTOR_RECORD = "vector"
 EXPORT_VERSION = 1
 DEFAULT_NAMESPACE = "default"
 MAX_K = 1000
@@ -501,11 +502,15 @@ class Brain:
         store = self._s.store
         vec = self._embed([text])
         stale = False
-        if vec is None and id is not None and store.supports_vectors:
-            # text changed with no embedder at hand: its old vector would mislead recall
-            if store.get_meta(META_MODEL) is not None:
-                old = store.get_nodes(self._ns, [validate_id(id)]).get(id)
-                stale = old is not None and old.text != text
+        # text changed with no embedder at hand: its old vector would mislead recall
+        if (
+            vec is None
+            and id is not None
+            and store.supports_vectors
+            and store.get_meta(META_MODEL) is not None
+        ):
+            old = store.get_nodes(self._ns, [validate_id(id)]).get(id)
+            stale = old is not None and old.text != text
         node = self._remember(
             text,
             kind=kind,
@@ -1754,8 +1759,10 @@ class Brain:
     ) -> int:
         """Write this namespace (or every namespace) as JSON Lines. Returns the records written.
 
-        Lossless: ids, text, props, timestamps, weights, tiers, pins, the review queue and the
-        audit log. Keys are derived state and are recomputed on import.
+        Lossless: ids, text, props, timestamps, weights, tiers, pins, the review queue, the
+        audit log and the memories' vectors (``{"type": "vector", ...}`` records naming their
+        model, float32 values written exactly). Keys are derived state and are recomputed on
+        import.
         """
         if isinstance(dest, (str, os.PathLike)):
             with open(dest, "w", encoding="utf-8") as fh:
@@ -1774,6 +1781,16 @@ class Brain:
                 for edge in ebatch:
                     dest.write(json.dumps({"type": "edge", **edge.model_dump(mode="json")}) + "\n")
                     n += 1
+            model = store.get_meta(META_MODEL) if store.supports_vectors else None
+            if model is not None:
+                for batch in store.scan_nodes(ns):
+                    vecs = store.vectors_of(ns, [x.id for x in batch])
+                    for x in batch:
+                        if x.id in vecs:
+                            rec = {"type": VECTOR_RECORD, "namespace": ns, "id": x.id}
+                            rec |= {"model": model, "vector": [float(v) for v in vecs[x.id]]}
+                            dest.write(json.dumps(rec) + "\n")
+                            n += 1
             after = 0
             while True:
                 entries = store.audit_log(ns, 5000, after_seq=after)
@@ -1809,7 +1826,7 @@ class Brain:
             with open(path, encoding="utf-8") as fh:
                 return self.import_(fh, namespace=namespace, progress=progress, batch=batch)
         target = validate_namespace(namespace) if namespace else None
-        text = src.read()
+        text, carried = _split_vectors(src.read(), target)
 
         def lines() -> list[str]:
             return [line for line in text.splitlines() if line.strip()]
@@ -1931,7 +1948,126 @@ class Brain:
             if committed:
                 raise CommittedInterrupt(counts) from None
             raise
+        if carried or self._s.embedder is not None:
+            counts["vectors"] = self._import_vectors(node_cols, carried)
+            self.last_import = counts
         return counts
+
+    def _import_vectors(
+        self, node_cols: Mapping[str, Any], carried: Mapping[tuple[str, str], tuple[str, Any]]
+    ) -> int:
+        """After an import commits: keep the vectors the file carried when they are the
+        store's model's (or the store has none yet), else embed the imported memories' texts
+        with this Brain's embedder, in batches. Returns the vectors stored."""
+        store = self._s.store
+        if not store.supports_vectors:
+            return 0
+        emb = self._s.embedder
+        stored = store.get_meta(META_MODEL)
+        models = {m for m, _ in carried.values()}
+        usable = len(models) == 1 and (
+            (stored or (emb.name if emb is not None else None) or next(iter(models))) in models
+        )
+        by_ns: dict[str, list[tuple[str, str]]] = {}
+        for ns, i, t in zip(
+            _pylist(node_cols["namespace"]),
+            _pylist(node_cols["id"]),
+            _pylist(node_cols["text"]),
+            strict=True,
+        ):
+            by_ns.setdefault(ns, []).append((i, t))
+        n = 0
+        import numpy as np
+
+        for ns, items in by_ns.items():
+            if usable:
+                keep = [(i, carried[(ns, i)][1]) for i, _ in items if (ns, i) in carried]
+                if keep:
+                    model = next(iter(models))
+                    mat = np.asarray([v for _, v in keep], dtype=np.float32)
+                    with self._s.lock:
+                        store.ensure_vectors(int(mat.shape[1]))
+                        if stored is None:
+                            with self._tx():
+                                store.set_meta(META_MODEL, model)
+                                store.set_meta(META_DIM, str(mat.shape[1]))
+                            stored = model
+                        store.put_vectors(ns, [i for i, _ in keep], mat)
+                    n += len(keep)
+                items = [(i, t) for i, t in items if (ns, i) not in carried]
+            if emb is None or (stored is not None and stored != emb.name):
+                continue
+            for lo in range(0, len(items), 256):
+                part = items[lo : lo + 256]
+                vecs = self._embed([t for _, t in part])
+                with self._s.lock:
+                    store.put_vectors(ns, [i for i, _ in part], vecs)
+                n += len(part)
+        return n
+
+    def embed(
+        self,
+        *,
+        rebuild: bool = False,
+        embedder: Any = None,
+        batch: int = 64,
+        progress: Progress | None = None,
+        all_namespaces: bool = False,
+    ) -> dict[str, int]:
+        """Embed the memories that have no vector yet (``ebb embed``), ``batch`` at a time.
+
+        Each batch commits on its own, so a run that is killed resumes where it stopped when
+        run again. ``rebuild`` drops every vector of every namespace first (the store holds one
+        model's vectors: this is how a store moves to another model) and re-embeds them all
+        with ``embedder`` (default: this Brain's), recording the new model before the first
+        batch, so an interrupted rebuild is finished by running ``embed()`` again. Returns
+        ``{"embedded": n, "missing_before": m}``.
+        """
+        from .embeddings import as_embedder
+
+        store = self._s.store
+        if not store.supports_vectors:
+            raise InvalidInput(f"the {store.backend} backend keeps no vectors", field="backend")
+        emb = as_embedder(embedder) if embedder is not None else self._s.embedder
+        if emb is None:
+            raise InvalidInput(
+                "no embedder: set EBB_EMBEDDER (e.g. minilm) or pass embedder=", field="embedder"
+            )
+        stored = store.get_meta(META_MODEL)
+        if rebuild:
+            probe = emb.embed_documents(["dimension probe"])
+            with self._s.lock:
+                store.drop_vectors()
+                store.ensure_vectors(int(probe.shape[1]))
+                with self._tx():
+                    store.set_meta(META_MODEL, emb.name)
+                    store.set_meta(META_DIM, str(probe.shape[1]))
+            all_namespaces = True
+        else:
+            from .embeddings import check_model
+
+            check_model(stored, store.get_meta(META_DIM), emb)
+        self._s.embedder = emb
+        spaces = store.namespaces() if all_namespaces else [self._ns]
+        missing = sum(store.counts(ns).nodes - store.vector_count(ns) for ns in spaces)
+        done = 0
+        if progress:
+            progress(0, missing)
+        for ns in spaces:
+            after = ""
+            while True:
+                with self._s.lock:
+                    todo = store.without_vectors(ns, after, batch)
+                if not todo:
+                    break
+                vecs = self._embed([t for _, t in todo])
+                with self._s.lock:
+                    store.put_vectors(ns, [i for i, _ in todo], vecs)
+                after = todo[-1][0]
+                done += len(todo)
+                if progress:
+                    progress(done, max(missing, done))
+        return {"embedded": done, "missing_before": missing}
 
     def _file_keys(
         self,
@@ -2148,6 +2284,33 @@ def _keyed(namespaces: Any, ids: Any) -> Any:
 
 def _pylist(column: Any) -> list[Any]:
     return column if isinstance(column, list) else column.to_pylist()
+
+
+def _split_vectors(
+    text: str, target: str | None
+) -> tuple[str, dict[tuple[str, str], tuple[str, Any]]]:
+    """An export's text without its vector records, and those records by (namespace, id)."""
+    marker = f'{{"type": "{VECTOR_RECORD}"'
+    if marker not in text:
+        return text, {}
+    kept, carried = [], {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.startswith(marker):
+            kept.append(line)
+            continue
+        try:
+            rec = json.loads(line)
+            ns = target or str(rec["namespace"])
+            vec = [float(v) for v in rec["vector"]]
+            if not vec or not all(math.isfinite(v) for v in vec):
+                raise ValueError("not a vector of finite numbers")
+            carried[(ns, str(rec["id"]))] = (str(rec["model"]), vec)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InvalidInput(
+                f"line {lineno}: a malformed vector record ({exc}); nothing was imported",
+                field="src",
+            ) from None
+    return "\n".join(kept) + "\n", carried
 
 
 def _check_header(line: str) -> None:
