@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import BACKENDS, make_store
 from ebb_core import Brain, FixedClock
 from ebb_core.embeddings import (
     MINILM_NAME,
@@ -27,8 +28,6 @@ from ebb_core.embeddings import (
 from ebb_core.errors import InvalidInput
 from ebb_core.kuzu_store import KuzuStore
 from ebb_core.store import GraphStore
-
-from conftest import BACKENDS, make_store
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +136,8 @@ def test_other_namespace_vectors_never_crowd_out(vstore: GraphStore, clock: Fixe
 def test_another_model_on_open_is_refused_with_both_names(
     vstore: GraphStore, clock: FixedClock
 ) -> None:
-    Brain(vstore, namespace="v", clock=clock, embedder=FakeEmbedder(16)).remember("apple pie", id="a")
+    first = Brain(vstore, namespace="v", clock=clock, embedder=FakeEmbedder(16))
+    first.remember("apple pie", id="a")
     with pytest.raises(EmbedderError) as err:
         Brain(vstore, namespace="v", clock=clock, embedder=FakeEmbedder(16, name="other"))
     msg = str(err.value)
@@ -228,9 +228,7 @@ def test_export_import_round_trips_vectors_exactly(
         target.close()
 
 
-def test_import_embeds_when_the_file_has_no_vectors(
-    vstore: GraphStore, clock: FixedClock
-) -> None:
+def test_import_embeds_when_the_file_has_no_vectors(vstore: GraphStore, clock: FixedClock) -> None:
     record = {"type": "node", "id": "x", "namespace": "v", "kind": "note", "text": "plain"}
     text = json.dumps({"type": "ebb-export", "version": 1}) + "\n" + json.dumps(record) + "\n"
     b = Brain(vstore, namespace="v", clock=clock, embedder=FakeEmbedder(8))
@@ -246,7 +244,7 @@ def test_malformed_vector_record_imports_nothing(vstore: GraphStore, clock: Fixe
     assert b.stats().nodes == 0
 
 
-# -- retrieval quality with the real model, on both stores ------------------------------------------
+# -- retrieval quality with the real model, on both stores ---------------------------------
 def test_meaning_finds_what_words_miss(
     vstore: GraphStore, clock: FixedClock, minilm: MiniLM
 ) -> None:

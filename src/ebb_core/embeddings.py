@@ -257,7 +257,7 @@ class FakeEmbedder(Embedder):
         return normalise(out, len(texts), self.name)
 
 
-# -- the default offline model ----------------------------------------------------------------------
+# -- the default offline model -------------------------------------------------------------
 class MiniLM(Embedder):
     """all-MiniLM-L6-v2 (384 dimensions) on the CPU with numpy alone: BERT's forward pass (6
     layers, 12 heads, exact GELU), mean pooling over the attention mask and L2 normalisation,
