@@ -268,3 +268,76 @@ def test_supersession_still_decides_between_similar_versions(
     for depth in (1, 2, 3):
         ids = [h.id for h in b.recall("where does Bob live?", k=2, depth=depth, reinforce=False)]
         assert ids.index("f:new") < ids.index("f:old") if "f:old" in ids else ids[0] == "f:new"
+
+
+# -- the adapters pass a framework's embedder through ------------------------------------------
+def test_readme_langgraph_snippet_finds_alice_by_meaning(
+    kuzu_brain: Brain, minilm: MiniLM
+) -> None:
+    from ebb_langchain import EbbStore
+
+    store = EbbStore(kuzu_brain, embedder="minilm")
+    store.put(("memories", "alice"), "coffee", {"content": "Alice drinks dark roast"})
+    store.put(("memories", "alice"), "pets", {"content": "Alice has two cats"})
+    found = store.search(("memories", "alice"), query="coffee")
+    assert found and found[0].key == "coffee"
+    assert found[0].value == {"content": "Alice drinks dark roast"}
+
+
+def test_langgraph_index_config_takes_a_langchain_embeddings(kuzu_brain: Brain) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from ebb_langchain import EbbStore
+
+    lc = DeterministicFakeEmbedding(size=12)
+    store = EbbStore(kuzu_brain, index={"embed": lc, "dims": 12})
+    assert kuzu_brain.embedder is not None
+    store.put(("m",), "k", {"content": "some text"})
+    assert kuzu_brain.store.get_meta("embed_dim") == "12"
+    assert kuzu_brain.scoped("m").store.vector_count("m") == 1
+
+
+def test_langchain_retriever_and_tools_use_the_given_embeddings(kuzu_brain: Brain) -> None:
+    from ebb_langchain import EbbRetriever, create_ebb_tools
+
+    fake = FakeEmbedder(32)  # FAKE: plumbing only
+    retriever = EbbRetriever(brain=kuzu_brain, embedder=fake, k=2, reinforce=False)
+    kuzu_brain.remember("zebra crossing near the school", id="z:1")
+    docs = retriever.invoke("zebras")  # no shared indexed word: found by vector
+    assert [d.id for d in docs] == ["z:1"]
+    assert docs[0].metadata["why"].startswith("no text match") or "similarity" in str(
+        docs[0].metadata
+    )
+    tools = {t.name: t for t in create_ebb_tools(kuzu_brain, embedder=fake)}
+    assert "z:1" in str(tools["recall"].invoke({"query": "zebras"}))
+
+
+def test_llamaindex_retriever_memory_block_and_tools_take_an_embed_model(
+    kuzu_brain: Brain,
+) -> None:
+    from llama_index.core.embeddings import MockEmbedding
+
+    from ebb_llamaindex import EbbMemoryBlock, EbbRetriever, EbbToolSpec
+
+    mock = MockEmbedding(embed_dim=8)
+    EbbRetriever(kuzu_brain, embed_model=mock)
+    assert kuzu_brain.embedder is not None and kuzu_brain.embedder.name == mock.model_name
+    fake = FakeEmbedder(32)  # FAKE: plumbing only
+    kuzu_brain.set_embedder(False)
+    EbbToolSpec(kuzu_brain, embed_model=fake)
+    kuzu_brain.remember("zebra crossing near the school", id="z:1")
+    retriever = EbbRetriever(kuzu_brain, reinforce=False)
+    assert [n.node.node_id for n in retriever.retrieve("zebras")] == ["z:1"]
+    block = EbbMemoryBlock(brain=kuzu_brain, embed_model=fake)
+    assert block.brain.embedder is fake
+
+
+def test_env_embedder_reaches_brain_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EBB_EMBEDDER", "fake:16")
+    with Brain.open(tmp_path / "e.kuzu") as b:
+        assert b.embedder is not None and b.embedder.name == "fake-hash-16"
+        b.remember("zebra crossing", id="z")
+        assert [h.id for h in b.recall("zebras", reinforce=False)] == ["z"]
+    monkeypatch.setenv("EBB_EMBEDDER", "none")
+    with Brain.open(tmp_path / "e.kuzu") as b:
+        assert b.embedder is None  # a fake model is not loaded by name from the store

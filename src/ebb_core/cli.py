@@ -1079,7 +1079,8 @@ def embed_cmd(c: Ctx, rebuild: bool, batch: int, all_namespaces: bool, as_json: 
     if as_json:
         emit_json(report)
     else:
-        name = (emb or b.embedder).name if (emb or b.embedder) else "?"
+        used = emb or b.embedder
+        name = used.name if used is not None else "?"
         out.print(f"embedded {report['embedded']} memories with {name}", markup=False)
 
 

@@ -176,7 +176,12 @@ def resolve(spec: str) -> Embedder | None:
     if low in ("", "none", "off", "text"):
         return None
     if low in ("minilm", "default", MINILM_NAME.lower()):
-        return MiniLM()
+        # one model per process: every Brain opened (the MCP server opens one per call)
+        # shares the loaded weights
+        with _SHARED_LOCK:
+            if "minilm" not in _SHARED:
+                _SHARED["minilm"] = MiniLM()
+            return _SHARED["minilm"]
     if low == "fake" or low.startswith("fake:"):
         dim = int(low.split(":", 1)[1]) if ":" in low else 64
         return FakeEmbedder(dim)
@@ -198,6 +203,10 @@ def resolve(spec: str) -> Embedder | None:
         "'module:attribute' naming an embedder object or factory",
         field="embedder",
     )
+
+
+_SHARED: dict[str, Embedder] = {}
+_SHARED_LOCK = threading.Lock()
 
 
 def _takes_no_args(fn: Any) -> bool:
@@ -251,7 +260,9 @@ class FakeEmbedder(Embedder):
         for i, text in enumerate(texts):
             for word in _TOKEN.findall(text.lower()):
                 for piece in (word, word[:4]):
-                    h = int.from_bytes(hashlib.blake2b(piece.encode(), digest_size=4).digest())
+                    h = int.from_bytes(
+                        hashlib.blake2b(piece.encode(), digest_size=4).digest(), "little"
+                    )
                     out[i, h % self.dim] += 1.0
             out[i, 0] += 1e-3  # never all-zero
         return normalise(out, len(texts), self.name)

@@ -181,6 +181,23 @@ class Brain:
         """The embedder recall and remember use (None: text alone)."""
         return self._s.embedder
 
+    def set_embedder(self, embedder: Any) -> None:
+        """Use ``embedder`` from now on (every namespace view of this store shares it); the
+        adapters call this with the framework's embedder. A model other than the one the
+        store's vectors were made with is refused (:class:`EmbedderError`); ``None`` or
+        ``False`` turns vectors off."""
+        from .embeddings import as_embedder, check_model
+
+        store = self._s.store
+        emb = None if embedder in (None, False) else as_embedder(embedder)
+        if emb is not None:
+            if not store.supports_vectors:
+                raise InvalidInput(
+                    f"the {store.backend} backend keeps no vectors", field="embedder"
+                )
+            check_model(store.get_meta(META_MODEL), store.get_meta(META_DIM), emb)
+        self._s.embedder = emb
+
     # -- internals ---------------------------------------------------------------------------------
     @contextmanager
     def _tx(self) -> Iterator[None]:
@@ -1401,7 +1418,7 @@ class Brain:
                 + f"; its score carries the {node.tier.label} prior x{prior:g}"
             )
         summary = _summary(matched, parts, live, node.tier, last, now_us)
-        extra = []
+        extra: list[str] = []
         if c.sim is not None:
             extra.insert(0, f"similarity {c.sim:.3f}")
         if c.spread_from:
@@ -1787,7 +1804,8 @@ class Brain:
                     vecs = store.vectors_of(ns, [x.id for x in batch])
                     for x in batch:
                         if x.id in vecs:
-                            rec = {"type": VECTOR_RECORD, "namespace": ns, "id": x.id}
+                            rec: dict[str, Any] = {"type": VECTOR_RECORD, "namespace": ns}
+                            rec["id"] = x.id
                             rec |= {"model": model, "vector": [float(v) for v in vecs[x.id]]}
                             dest.write(json.dumps(rec) + "\n")
                             n += 1
