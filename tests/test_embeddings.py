@@ -271,9 +271,7 @@ def test_supersession_still_decides_between_similar_versions(
 
 
 # -- the adapters pass a framework's embedder through ------------------------------------------
-def test_readme_langgraph_snippet_finds_alice_by_meaning(
-    kuzu_brain: Brain, minilm: MiniLM
-) -> None:
+def test_readme_langgraph_snippet_finds_alice_by_meaning(kuzu_brain: Brain, minilm: MiniLM) -> None:
     from ebb_langchain import EbbStore
 
     store = EbbStore(kuzu_brain, embedder="minilm")
@@ -341,3 +339,51 @@ def test_env_embedder_reaches_brain_open(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("EBB_EMBEDDER", "none")
     with Brain.open(tmp_path / "e.kuzu") as b:
         assert b.embedder is None  # a fake model is not loaded by name from the store
+
+
+async def test_mcp_recall_uses_the_env_embedder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp import Client
+
+    from ebb_core.mcp_server import StoreAccess, build_server
+
+    monkeypatch.setenv("EBB_EMBEDDER", "minilm")
+    db = tmp_path / "mcp.kuzu"
+    server = build_server(StoreAccess(db, namespace="m", idle_release=0))
+    async with Client(server) as client:
+        for text, mid in (
+            ("We chose SQLite for offline storage", "d:db"),
+            ("The team lunch is on Friday", "d:lunch"),
+        ):
+            done = await client.call_tool("remember", {"text": text, "id": mid})
+            assert not done.is_error
+        result = await client.call_tool("recall", {"query": "which database did we pick?"})
+        assert not result.is_error and result.structured_content is not None
+        hits = result.structured_content["hits"]
+        assert hits[0]["id"] == "d:db"
+        assert hits[0]["why"]["similarity"] > 0.3 and "vector" in hits[0]["why"]["found_by"]
+
+
+def test_cli_embed_fills_a_text_only_store(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ebb_core.cli import main
+
+    db = str(tmp_path / "c.kuzu")
+    runner = CliRunner()
+    for text in ("We chose SQLite for offline storage", "Lunch is on Friday"):
+        assert runner.invoke(main, ["--db", db, "remember", text]).exit_code == 0
+    none = runner.invoke(main, ["--db", db, "embed"], env={"EBB_EMBEDDER": ""})
+    assert none.exit_code != 0 and "EBB_EMBEDDER" in none.output
+    done = runner.invoke(main, ["--db", db, "embed", "--json"], env={"EBB_EMBEDDER": "minilm"})
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.output) == {"embedded": 2, "missing_before": 2}
+    # the store now names its model: recall by meaning without setting EBB_EMBEDDER again
+    found = runner.invoke(
+        main, ["--db", db, "recall", "which database did we pick?", "--json"], env={}
+    )
+    assert found.exit_code == 0 and "SQLite" in found.output
+    other = runner.invoke(main, ["--db", db, "embed"], env={"EBB_EMBEDDER": "fake"})
+    assert other.exit_code != 0 and "all-MiniLM-L6-v2" in other.output
+    assert "--rebuild" in other.output

@@ -137,9 +137,9 @@ class Config:
     eager_spreading: bool = False
     max_push_degree: int = 128
     rebase_after_half_lives: float = 64.0
-    vector_weight: float = 0.5
+    vector_weight: float = 0.3
     vector_pool: int = 50
-    vector_floor: float = 0.2
+    vector_floor: float = 0.3
     vector_contrast: float = 1.5
     fusion: str = "score"
     half_life_us: float = field(init=False, repr=False, compare=False)
