@@ -56,6 +56,13 @@ def test_minilm_vectors_are_unit_and_follow_meaning(minilm: MiniLM) -> None:
     assert para > 0.5 > 0.15 > unrelated
 
 
+def test_minilm_matches_sentence_transformers(minilm: MiniLM) -> None:
+    # reference vectors made once by sentence-transformers (torch) from the same weights
+    ref = json.loads((Path(__file__).parent / "minilm_reference.json").read_text("utf-8"))
+    ours = minilm.embed_documents(ref["texts"])
+    assert np.abs(ours - np.asarray(ref["vectors"], dtype=np.float32)).max() < 1e-5
+
+
 def test_minilm_batches_agree_with_single_texts(minilm: MiniLM) -> None:
     texts = ["short", "a somewhat longer sentence about databases and storage", "mid length one"]
     together = minilm.embed_documents(texts)
