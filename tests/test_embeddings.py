@@ -394,3 +394,19 @@ def test_cli_embed_fills_a_text_only_store(tmp_path: Path) -> None:
     other = runner.invoke(main, ["--db", db, "embed"], env={"EBB_EMBEDDER": "fake"})
     assert other.exit_code != 0 and "all-MiniLM-L6-v2" in other.output
     assert "--rebuild" in other.output
+
+
+def test_a_missing_model_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(EmbedderError, match="model.safetensors and tokenizer.json"):
+        MiniLM(model_dir=tmp_path).embed_documents(["x"])
+
+
+def test_cli_names_a_bad_embedder(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ebb_core.cli import main
+
+    db = str(tmp_path / "b.kuzu")
+    res = CliRunner().invoke(main, ["--db", db, "recall", "x"], env={"EBB_EMBEDDER": "nonsense"})
+    assert res.exit_code != 0 and "unknown embedder 'nonsense'" in res.output
+    assert "Traceback" not in res.output
