@@ -397,7 +397,7 @@ def test_cli_embed_fills_a_text_only_store(tmp_path: Path) -> None:
 
 
 def test_a_missing_model_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(EmbedderError, match="model.safetensors and tokenizer.json"):
+    with pytest.raises(EmbedderError, match=r"model\.safetensors and tokenizer\.json"):
         MiniLM(model_dir=tmp_path).embed_documents(["x"])
 
 
@@ -407,6 +407,6 @@ def test_cli_names_a_bad_embedder(tmp_path: Path) -> None:
     from ebb_core.cli import main
 
     db = str(tmp_path / "b.kuzu")
-    res = CliRunner().invoke(main, ["--db", db, "recall", "x"], env={"EBB_EMBEDDER": "nonsense"})
+    res = CliRunner().invoke(main, ["--db", db, "remember", "x"], env={"EBB_EMBEDDER": "nonsense"})
     assert res.exit_code != 0 and "unknown embedder 'nonsense'" in res.output
     assert "Traceback" not in res.output
