@@ -235,7 +235,7 @@ def check_model(stored_name: str | None, stored_dim: str | None, embedder: Embed
         f"this store's vectors were made by {stored_name!r} (dimension {stored_dim}), but the "
         f"embedder given is {embedder.name!r}: open it with {stored_name!r}, or re-embed every "
         f"memory with the new one: `EBB_EMBEDDER=<new> ebb embed --rebuild` "
-        "(Python: brain.embed(rebuild=True))"
+        "(Python: Brain.open(path, embedder=False).embed(rebuild=True, embedder=new))"
     )
 
 
