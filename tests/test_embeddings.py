@@ -410,3 +410,29 @@ def test_cli_names_a_bad_embedder(tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["--db", db, "remember", "x"], env={"EBB_EMBEDDER": "nonsense"})
     assert res.exit_code != 0 and "unknown embedder 'nonsense'" in res.output
     assert "Traceback" not in res.output
+
+
+def test_vectors_survive_a_killed_writer(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    db = tmp_path / "k.kuzu"
+    code = textwrap.dedent(
+        f"""
+        import os
+        from ebb_core import Brain
+        from ebb_core.embeddings import FakeEmbedder
+        b = Brain.open({str(db)!r}, embedder=FakeEmbedder(32))
+        for i in range(5):
+            b.remember(f"zebra number {{i}}", id=f"z:{{i}}")
+        os._exit(0)  # killed: no close, no checkpoint; the WAL is replayed on the next open
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    with Brain.open(db, embedder=FakeEmbedder(32)) as b:
+        assert b.store.vector_count("default") == 5
+        hits = b.recall("zebras", k=5, reinforce=False)
+        assert {h.id for h in hits} == {f"z:{i}" for i in range(5)}
+        assert all("vector" in h.why.found_by for h in hits)

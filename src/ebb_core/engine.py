@@ -142,6 +142,8 @@ class Brain:
 
     #: counts of the last import through this view that committed (see :meth:`import_`)
     last_import: dict[str, int] | None = None
+    #: seconds the last recall through this view spent embedding its query (0: no embedder)
+    last_query_embed_s: float = 0.0
 
     def scoped(self, namespace: str) -> Brain:
         """A view of ``namespace`` on the same store, config and clock."""
@@ -2235,6 +2237,11 @@ class _Fusion:
     def apply(self, cands: Iterable[_Candidate]) -> None:
         cfg = self.cfg
         w, floor = cfg.vector_weight, cfg.vector_floor
+        import os as _os
+
+        if _os.environ.get("EBB_XFLOOR") and self.sims:
+            ss = sorted(self.sims.values(), reverse=True)
+            floor = max(floor, ss[min(len(ss) - 1, int(_os.environ["EBB_XFLOOR"]))])
         span = self.best - floor
         group = list(cands)
         for c in group:

@@ -432,6 +432,7 @@ class KuzuStore(KuzuVectors, GraphStore):
         self._supersedes: dict[str, list[str]] | None = None
         self._closed = False
         self._wal_failed = False
+        self._vec_dim, self._vec_checked = None, False  # the vector table (kuzu_vectors)
         try:
             self._conn = kuzu.Connection(self._db)
             for ext in ("fts", "vector"):
@@ -439,8 +440,6 @@ class KuzuStore(KuzuVectors, GraphStore):
             if not read_only:
                 self._ensure_schema()
                 self._ensure_text_index(force=recovering)
-                if recovering:
-                    self.rebuild_vector_index()
         except StorageError as exc:
             self._abandon()
             # StoreFull: nothing to mend, only room to make. Otherwise the store's catalog and

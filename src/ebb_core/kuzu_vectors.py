@@ -3,8 +3,10 @@
 Kept apart from ``kuzu_store`` (mixed into :class:`~ebb_core.kuzu_store.KuzuStore`): a store
 without an embedder never creates the table. The table is made on the first vector, with the
 embedder's dimension (``FLOAT[dim]``), and its index with Kùzu's bundled ``vector`` extension
-(cosine metric), which follows inserts and deletes. Kùzu cannot ``SET`` an indexed vector, so
-replacing one is delete + insert. A namespace's nearest neighbours come from the shared index
+(cosine metric), which follows inserts and deletes, and (unlike Kùzu's full-text index) holds
+the rows a write-ahead log replay brings back (checked on 0.11.3; ``DROP_VECTOR_INDEX`` leaves
+its name behind there, so the index is never dropped and re-made under the same name). Kùzu
+cannot ``SET`` an indexed vector, so replacing one is delete + insert. A namespace's nearest neighbours come from the shared index
 searched deeper until it yields enough of that namespace's (never a scan).
 """
 
@@ -90,17 +92,6 @@ class KuzuVectors:
         )
         if not present:
             self._exec(f"CALL CREATE_VECTOR_INDEX('{TABLE}', '{INDEX}', 'vec', metric := 'cosine')")
-
-    def rebuild_vector_index(self) -> None:
-        """Drop and rebuild the vector index from the table (after a crash recovery: an index
-        may miss rows replayed from the write-ahead log, as Kùzu's text index does)."""
-        if self._vector_dim() is None:
-            return
-        with self._lock:
-            self._prepared.clear()
-            with suppress(EbbError, RuntimeError):
-                self._exec(f"CALL DROP_VECTOR_INDEX('{TABLE}', '{INDEX}')")
-            self._ensure_vector_index()
 
     def drop_vectors(self) -> None:
         with self._lock:
