@@ -6,8 +6,9 @@ embedder's dimension (``FLOAT[dim]``), and its index with Kùzu's bundled ``vect
 (cosine metric), which follows inserts and deletes, and (unlike Kùzu's full-text index) holds
 the rows a write-ahead log replay brings back (checked on 0.11.3; ``DROP_VECTOR_INDEX`` leaves
 its name behind there, so the index is never dropped and re-made under the same name). Kùzu
-cannot ``SET`` an indexed vector, so replacing one is delete + insert. A namespace's nearest neighbours come from the shared index
-searched deeper until it yields enough of that namespace's (never a scan).
+cannot ``SET`` an indexed vector, so replacing one is delete + insert. A namespace's nearest
+neighbours come from the shared index searched deeper until it yields enough of that
+namespace's (never a scan).
 """
 
 from __future__ import annotations
