@@ -1248,7 +1248,8 @@ class Brain:
             c.match = c.t_norm
             if c.text_score > 0:
                 c.found.append("text")
-        fuse = _Fusion(cfg, qvec, vec) if qvec is not None else None
+        pool = max(cfg.vector_pool, k)
+        fuse = _Fusion(cfg, qvec, vec, pool) if qvec is not None else None
         if fuse is not None:
             for m, _sim in vec:
                 if m.id not in cands:
@@ -2011,16 +2012,16 @@ class Brain:
                                 store.set_meta(META_MODEL, model)
                                 store.set_meta(META_DIM, str(mat.shape[1]))
                             stored = model
-                        store.put_vectors(ns, [i for i, _ in keep], mat)
+                        store.put_vectors(ns, [i for i, _ in keep], mat, new=True)
                     n += len(keep)
                 items = [(i, t) for i, t in items if (ns, i) not in carried]
             if emb is None or (stored is not None and stored != emb.name):
                 continue
-            for lo in range(0, len(items), 256):
-                part = items[lo : lo + 256]
+            for lo in range(0, len(items), 2048):
+                part = items[lo : lo + 2048]
                 vecs = self._embed([t for _, t in part])
                 with self._s.lock:
-                    store.put_vectors(ns, [i for i, _ in part], vecs)
+                    store.put_vectors(ns, [i for i, _ in part], vecs, new=True)
                 n += len(part)
         return n
 
@@ -2081,7 +2082,7 @@ class Brain:
                     break
                 vecs = self._embed([t for _, t in todo])
                 with self._s.lock:
-                    store.put_vectors(ns, [i for i, _ in todo], vecs)
+                    store.put_vectors(ns, [i for i, _ in todo], vecs, new=True)
                 after = todo[-1][0]
                 done += len(todo)
                 if progress:
@@ -2222,21 +2223,29 @@ class _Fusion:
 
     ``score`` fusion: ``match = (1 − w) · t_norm + w · v_norm`` where ``t_norm`` is the text
     score normalised as before and ``v_norm = ((sim − floor) / (best − floor)) ** contrast``
-    (``best``: the highest similarity among the candidates; ≤ ``floor`` counts 0). ``rrf``:
+    (``best``: the highest similarity among the candidates; ``floor``: ``vector_floor``, or the
+    last similarity of a full vector pool if higher; ≤ ``floor`` counts 0). ``rrf``:
     reciprocal-rank fusion of the two rankings, ``(1 − w) / (60 + text rank) + w / (60 +
     similarity rank)``, rescaled so the best possible is 1. Memories outside the vector pool fuse
     with similarity 0.
     """
 
-    def __init__(self, cfg: Config, qvec: Any, vec: Sequence[tuple[Match, float]]) -> None:
+    def __init__(
+        self, cfg: Config, qvec: Any, vec: Sequence[tuple[Match, float]], pool: int
+    ) -> None:
         self.cfg = cfg
         self.sims: dict[str, float] = {m.id: float(s) for m, s in vec}
         self.best = max(self.sims.values(), default=1.0)
+        # A full pool's last similarity is the floor too: what is outside the pool (similarity
+        # 0 here) and what is at its edge then count alike.
+        self.floor = cfg.vector_floor
+        if len(vec) >= pool and self.sims:
+            self.floor = max(self.floor, min(self.sims.values()))
         self.text_ranks: dict[str, int] | None = None
 
     def apply(self, cands: Iterable[_Candidate]) -> None:
         cfg = self.cfg
-        w, floor = cfg.vector_weight, cfg.vector_floor
+        w, floor = cfg.vector_weight, self.floor
         import os as _os
 
         if _os.environ.get("EBB_XFLOOR") and self.sims:

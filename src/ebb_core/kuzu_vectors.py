@@ -105,14 +105,17 @@ class KuzuVectors:
             self._vec_dim, self._vec_checked = None, True
 
     # -- rows --------------------------------------------------------------------------------
-    def put_vectors(self, namespace: str, ids: Sequence[str], vectors: Any) -> None:
+    def put_vectors(
+        self, namespace: str, ids: Sequence[str], vectors: Any, *, new: bool = False
+    ) -> None:
         mat = np.asarray(vectors, dtype=np.float32)
         if len(ids) == 0:
             return
         self.ensure_vectors(int(mat.shape[1]))
         uids = [_uid(namespace, i) for i in ids]
         with self.transaction():
-            self._delete_uids(uids)
+            if not new:
+                self._delete_uids(uids)
             if len(uids) <= 32:
                 for u, row in zip(uids, mat, strict=True):
                     self._q(

@@ -94,7 +94,9 @@ class Neo4jVectors:
         )
         self._vec_dim, self._vec_checked = None, True
 
-    def put_vectors(self, namespace: str, ids: Sequence[str], vectors: Any) -> None:
+    def put_vectors(
+        self, namespace: str, ids: Sequence[str], vectors: Any, *, new: bool = False
+    ) -> None:
         mat = np.asarray(vectors, dtype=np.float32)
         if len(ids) == 0:
             return

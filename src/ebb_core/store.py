@@ -326,9 +326,12 @@ class GraphStore(ABC):
         """Make the store ready for ``dim``-dimensional vectors (called outside transactions)."""
         raise NotImplementedError(f"the {self.backend} backend keeps no vectors")
 
-    def put_vectors(self, namespace: str, ids: Sequence[str], vectors: Any) -> None:
+    def put_vectors(
+        self, namespace: str, ids: Sequence[str], vectors: Any, *, new: bool = False
+    ) -> None:
         """Store (replace) the unit vectors of existing memories ``ids`` (a float32 matrix, one
-        row per id, every row of the store's one dimension)."""
+        row per id, every row of the store's one dimension); ``new``: none of them has one yet
+        (imports, ``embed``), so there is nothing to replace."""
         raise NotImplementedError(f"the {self.backend} backend keeps no vectors")
 
     def delete_vectors(self, namespace: str, ids: Sequence[str]) -> None:
