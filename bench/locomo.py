@@ -13,6 +13,14 @@ one day after the last session, ``maintain()`` runs, and every question of categ
     python bench/locomo.py --data PATH --set half_life_days=90 --set spread_share=0.3
     python bench/locomo.py --data PATH --split 2 --grid text_weight=0.7,0.8 --grid ...
     python bench/locomo.py --data PATH --backend neo4j         # NEO4J_URI or EBB_TEST_NEO4J_URI
+    python bench/locomo.py --data PATH --embedder minilm       # meaning-based recall too
+    python bench/locomo.py --data PATH --embedder minilm --embed-cache /tmp/locomo-minilm.npz
+
+``--embedder NAME`` (see ``ebb_core.embeddings.resolve``) turns on vectors; the report then adds
+the embedding throughput (texts/s, measured on the texts actually embedded) and recall's
+latency with the query's embedding shown apart. ``--embed-cache`` keeps every vector computed
+in a file, so that tuning runs do not embed the same texts again (the throughput reported is
+then that of the texts embedded in this run).
 
 ``--split N`` tunes on the first N conversations (by sample id): every combination of the
 ``--grid`` values is replayed there, the one with the best R@10 wins, and the figures reported
@@ -39,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from ebb_core import Brain, Config, FixedClock
+from ebb_core.embeddings import Embedder, resolve
 from ebb_core.store import GraphStore
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -50,6 +59,43 @@ TEXT_ONLY = {
     "cold_ratio": 0.0,
     "activation_weight": 0.0,
 }
+
+
+class CachedEmbedder(Embedder):
+    """Wraps an embedder with a text → vector cache (optionally kept in a file), counting the
+    time spent on texts it really embedded. Same name as the model, so stores agree."""
+
+    def __init__(self, inner: Embedder, path: Path | None = None) -> None:
+        import numpy as np
+
+        self.inner, self.name, self.path = inner, inner.name, path
+        self.cache: dict[str, Any] = {}
+        self.embedded, self.seconds = 0, 0.0
+        if path is not None and path.exists():
+            data = np.load(path, allow_pickle=False)
+            for t, v in zip(data["texts"].tolist(), data["vectors"], strict=True):
+                self.cache[t] = v
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if todo:
+            t0 = time.perf_counter()
+            vecs = self.inner.embed_documents(todo)
+            self.seconds += time.perf_counter() - t0
+            self.embedded += len(todo)
+            self.cache.update(zip(todo, vecs, strict=True))
+        return np.stack([self.cache[t] for t in texts])
+
+    def save(self) -> None:
+        import numpy as np
+
+        if self.path is not None and self.embedded:
+            texts = list(self.cache)
+            np.savez(
+                self.path, texts=np.array(texts), vectors=np.stack([self.cache[t] for t in texts])
+            )
 
 
 def log(msg: str) -> None:
@@ -124,7 +170,12 @@ def questions(conv: Mapping[str, Any]) -> Iterator[tuple[int, str, set[str]]]:
 
 @contextmanager
 def open_brain(
-    backend: str, workdir: Path, name: str, cfg: Config, clock: FixedClock
+    backend: str,
+    workdir: Path,
+    name: str,
+    cfg: Config,
+    clock: FixedClock,
+    embedder: Embedder | None = None,
 ) -> Iterator[Brain]:
     """A Brain on a fresh store (Kùzu) or a fresh namespace (Neo4j) for one replay."""
     store: GraphStore
@@ -139,7 +190,13 @@ def open_brain(
         if not uri:
             raise SystemExit("--backend neo4j needs NEO4J_URI (or EBB_TEST_NEO4J_URI)")
         store = Neo4jStore(uri)
-    brain = Brain(store, namespace=f"{name}-{time.time_ns()}", config=cfg, clock=clock)
+    brain = Brain(
+        store,
+        namespace=f"{name}-{time.time_ns()}",
+        config=cfg,
+        clock=clock,
+        embedder=embedder if embedder is not None else False,
+    )
     try:
         yield brain
     finally:
@@ -147,25 +204,33 @@ def open_brain(
 
 
 def run(
-    convs: Sequence[Mapping[str, Any]], cfg: Config, backend: str, workdir: Path
+    convs: Sequence[Mapping[str, Any]],
+    cfg: Config,
+    backend: str,
+    workdir: Path,
+    embedder: Embedder | None = None,
 ) -> dict[str, Any]:
-    """Replay ``convs`` and score every question; per-question rows plus recall timings."""
+    """Replay ``convs`` and score every question; per-question rows plus recall timings
+    (``recall_ms`` includes the query's embedding, ``embed_ms`` is that part alone)."""
     rows: list[dict[str, Any]] = []
     recall_ms: list[float] = []
+    embed_ms: list[float] = []
     for conv in convs:
         start = sessions(conv["conversation"])[0][0]
         clock = FixedClock(start)
-        with open_brain(backend, workdir, str(conv["sample_id"]), cfg, clock) as brain:
+        name = str(conv["sample_id"])
+        with open_brain(backend, workdir, name, cfg, clock, embedder) as brain:
             replay(brain, clock, conv["conversation"])
             for cat, question, evidence in questions(conv):
                 t0 = time.perf_counter()
                 hits = brain.recall(question, k=10, reinforce=False)
                 recall_ms.append((time.perf_counter() - t0) * 1000)
+                embed_ms.append(brain.last_query_embed_s * 1000)
                 ranked = [h.id for h in hits]
                 rows.append(
                     {"conv": conv["sample_id"], "category": cat, **score_question(ranked, evidence)}
                 )
-    return {"rows": rows, "recall_ms": recall_ms}
+    return {"rows": rows, "recall_ms": recall_ms, "embed_ms": embed_ms}
 
 
 def summarise(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
@@ -187,7 +252,11 @@ def parse_value(raw: str) -> Any:
     try:
         return int(raw)
     except ValueError:
+        pass
+    try:
         return float(raw)
+    except ValueError:
+        return raw
 
 
 def parse_settings(items: Sequence[str]) -> dict[str, Any]:
@@ -256,6 +325,12 @@ def main() -> None:
         help="values to try when tuning (repeatable; every combination)",
     )
     ap.add_argument("--conversations", nargs="*", help="only these sample ids")
+    ap.add_argument(
+        "--embedder", default="", help="an embedder name (e.g. minilm): recall by meaning too"
+    )
+    ap.add_argument(
+        "--embed-cache", type=Path, default=None, help="a .npz file caching the vectors"
+    )
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = ap.parse_args()
 
@@ -264,6 +339,8 @@ def main() -> None:
     if args.conversations:
         convs = [c for c in convs if c["sample_id"] in set(args.conversations)]
     base = replace(Config(), **parse_settings(args.set)) if args.set else Config()
+    inner = resolve(args.embedder) if args.embedder else None
+    embedder = CachedEmbedder(inner, args.embed_cache) if inner is not None else None
     tune, report = (convs[: args.split], convs[args.split :]) if args.split else ([], convs)
     if args.split and (not tune or not report):
         raise SystemExit(f"--split {args.split}: needs fewer than {len(convs)} conversations")
@@ -281,7 +358,9 @@ def main() -> None:
             trials = []
             for combo in parse_grid(args.grid):
                 cfg = replace(base, **combo)
-                r10 = summarise(run(tune, cfg, args.backend, work)["rows"])["overall"]["r10"]
+                r10 = summarise(run(tune, cfg, args.backend, work, embedder)["rows"])["overall"][
+                    "r10"
+                ]
                 log(f"tune {combo}: R@10 {r10:.4f}")
                 trials.append((r10, combo))
             _best_r10, best = max(trials, key=lambda t: t[0])
@@ -295,16 +374,32 @@ def main() -> None:
         timings = {}
         for name, cfg in settings.items():
             t0 = time.perf_counter()
-            result = run(report, cfg, args.backend, work)
+            emb = embedder if name != "text-index-alone" else None
+            result = run(report, cfg, args.backend, work, emb)
             out["results"][name] = summarise(result["rows"])
             ms = sorted(result["recall_ms"])
+            ex = sorted(r - e for r, e in zip(result["recall_ms"], result["embed_ms"], strict=True))
+            em = sorted(result["embed_ms"])
             timings[name] = {
                 "replay_and_recall_s": round(time.perf_counter() - t0, 1),
                 "recall_p50_ms": round(ms[len(ms) // 2], 2),
                 "recall_p95_ms": round(ms[int(len(ms) * 0.95)], 2),
+                "recall_excl_embed_p50_ms": round(ex[len(ex) // 2], 2),
+                "recall_excl_embed_p95_ms": round(ex[int(len(ex) * 0.95)], 2),
+                "query_embed_p50_ms": round(em[len(em) // 2], 2),
+                "query_embed_p95_ms": round(em[int(len(em) * 0.95)], 2),
             }
             log(f"{name}: R@10 {out['results'][name]['overall']['r10']:.4f}")
         out["timings"] = timings
+        if embedder is not None:
+            embedder.save()
+            out["embedder"] = {
+                "name": embedder.name,
+                "texts_embedded": embedder.embedded,
+                "texts_per_s": round(embedder.embedded / embedder.seconds, 1)
+                if embedder.seconds
+                else None,
+            }
         out["config"] = {k: v for k, v in vars(chosen).items() if k != "half_life_us"}
     if args.json:
         print(json.dumps(out, indent=2))
@@ -314,6 +409,14 @@ def main() -> None:
         + (f" (tuned on {', '.join(out['tuned_on'])})" if out["tuned_on"] else "")
     )
     print(table(out["results"]))
+    for name, t in out["timings"].items():
+        print(
+            f"{name}: recall p50/p95 {t['recall_p50_ms']}/{t['recall_p95_ms']} ms, excluding "
+            f"the query embedding {t['recall_excl_embed_p50_ms']}/{t['recall_excl_embed_p95_ms']}"
+            f" ms, query embedding {t['query_embed_p50_ms']}/{t['query_embed_p95_ms']} ms"
+        )
+    if "embedder" in out:
+        print(f"embedder: {out['embedder']}")
     if "tuning" in out:
         print(f"tuned: {out['tuning']['chosen']}")
 

@@ -164,7 +164,9 @@ class Ctx:
         self.db, self.backend, self.namespace = db, backend, namespace
 
     @contextmanager
-    def brain(self, clock: Clock | None = None, *, create: bool = True) -> Iterator[Brain]:
+    def brain(
+        self, clock: Clock | None = None, *, create: bool = True, embedder: Any = None
+    ) -> Iterator[Brain]:
         """The Brain for this command; ``clock``: run as if at another time; ``create=False``
         (read commands): never create a store, raise :class:`NoStore` where there is none."""
         # A running `ebb mcp` keeps the embedded store open between calls: the open asks it to
@@ -177,6 +179,7 @@ class Ctx:
             create=create,
             on_wait=_waiting,
             clock=clock,
+            embedder=embedder,
         )
         try:
             yield brain
@@ -1021,6 +1024,64 @@ def import_cmd(c: Ctx, src: str, into: str | None, as_json: bool) -> None:
             f"{counts['audit']} audit entries {where}",
             markup=False,
         )
+
+
+@main.command("embed")
+@click.option(
+    "--rebuild",
+    is_flag=True,
+    help="Drop every vector (all namespaces) and re-embed all memories with EBB_EMBEDDER.",
+)
+@click.option("--batch", default=64, show_default=True, help="Memories embedded per batch.")
+@click.option("--all-namespaces", is_flag=True, help="Every namespace, not only -n's.")
+@json_option
+@pass_ctx
+@handle_errors
+def embed_cmd(c: Ctx, rebuild: bool, batch: int, all_namespaces: bool, as_json: bool) -> None:
+    """Give every memory that has none a vector, for recall by meaning (EBB_EMBEDDER names the
+    embedder; minilm is the offline default).
+
+    Batched, each batch committed: a run that is stopped resumes where it was when run again.
+    --rebuild moves the store to another model (the store keeps one model's vectors).
+    """
+    from rich.progress import Progress
+
+    from .embeddings import from_env
+
+    if batch < 1:
+        raise InvalidInput("--batch must be at least 1", field="batch")
+    emb = from_env()
+    with c.brain(embedder=False if rebuild else None) as b:
+        if emb is None and b.embedder is None:
+            raise InvalidInput(
+                "no embedder: set EBB_EMBEDDER (e.g. EBB_EMBEDDER=minilm ebb embed)",
+                field="embedder",
+            )
+        if as_json:
+            report = b.embed(
+                rebuild=rebuild, embedder=emb, batch=batch, all_namespaces=all_namespaces
+            )
+        else:
+            console = err._get()  # type: ignore[attr-defined]
+            with Progress(console=console, transient=True) as bar:
+                task = bar.add_task("embedding", total=None)
+
+                def step(done: int, total: int) -> None:
+                    bar.update(task, completed=done, total=total)
+
+                report = b.embed(
+                    rebuild=rebuild,
+                    embedder=emb,
+                    batch=batch,
+                    progress=step,
+                    all_namespaces=all_namespaces,
+                )
+    if as_json:
+        emit_json(report)
+    else:
+        used = emb or b.embedder
+        name = used.name if used is not None else "?"
+        out.print(f"embedded {report['embedded']} memories with {name}", markup=False)
 
 
 @main.command("ingest")

@@ -29,6 +29,7 @@ from .errors import (
     StoreLocked,
     StoreRebuilt,
 )
+from .kuzu_vectors import KuzuVectors
 from .model import AuditEntry, Edge, Node, Tier
 from .records import NODE_PROPERTIES, field_value, node_from_row, node_row
 from .store import (
@@ -330,7 +331,7 @@ class _RowCache:
         self.rows.clear()
 
 
-class KuzuStore(GraphStore):
+class KuzuStore(KuzuVectors, GraphStore):
     """Embedded Kùzu backend: a single database file (plus its ``.wal``) at ``path``.
 
     A second process cannot open a file this process holds open: it gets :class:`StoreLocked`.
@@ -432,9 +433,10 @@ class KuzuStore(GraphStore):
         self._supersedes: dict[str, list[str]] | None = None
         self._closed = False
         self._wal_failed = False
+        self._vec_dim, self._vec_checked = None, False  # the vector table (kuzu_vectors)
         try:
             self._conn = kuzu.Connection(self._db)
-            for ext in ("fts",):
+            for ext in ("fts", "vector"):
                 self._exec(f"LOAD EXTENSION {ext}")
             if not read_only:
                 self._ensure_schema()
@@ -1233,6 +1235,7 @@ class KuzuStore(GraphStore):
                     {"uid": uid(namespace, i)},
                 )
                 self._q("MATCH (n:Memory {uid: $uid}) DETACH DELETE n", {"uid": uid(namespace, i)})
+            self.delete_vectors(namespace, ids)
             self._rows_cache.clear()
             self._cache.ready = False  # neighbours' link lists changed: snapshot rebuilt
 

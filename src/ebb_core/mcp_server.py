@@ -216,6 +216,13 @@ class Why(_Out):
         default_factory=list,
         description="Memories that replaced this one: it ranks below them; prefer them.",
     )
+    similarity: float | None = Field(
+        None, description="Cosine similarity to the query by meaning (None: no embedder)."
+    )
+    match: float = Field(0.0, description="Text match and similarity fused, 0..1.")
+    found_by: list[str] = Field(
+        default_factory=list, description="How recall found it: text, vector, link, replaces."
+    )
 
 
 class Hit(_Out):
@@ -800,6 +807,9 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
                         spread_text=h.why.spread_text,
                         spread_from=h.why.spread_from,
                         superseded_by=h.why.superseded_by,
+                        similarity=h.why.similarity,
+                        match=h.why.match,
+                        found_by=h.why.found_by,
                     ),
                 )
                 for h in hits

@@ -104,6 +104,14 @@ class Why(_Model):
     superseded_by: list[str] = Field(default_factory=list)
     #: why recall reached this memory's tier: "hot", or why a warm/cold memory came up
     reached: str = ""
+    #: cosine similarity of its vector to the query's (None: no embedder, or no vector)
+    similarity: float | None = None
+    #: the similarity normalised against the best candidate's, as fused (0 without vectors)
+    similarity_norm: float = 0.0
+    #: the fused match (text and similarity) that spreading and the blend start from
+    match: float = 0.0
+    #: how recall found it: any of "text", "vector", "link", "replaces"
+    found_by: list[str] = Field(default_factory=list)
 
 
 class RecallHit(_Model):

@@ -46,6 +46,7 @@ from ._cypher import TIER_MOVES
 from .clock import from_us, to_us
 from .errors import BackendUnavailable, EbbError, InvalidInput
 from .model import AuditEntry, Edge, Node, Tier
+from .neo4j_vectors import Neo4jVectors
 from .records import field_value, node_from_row, node_row, opt_dt, opt_us
 from .store import (
     SUPERSEDES,
@@ -221,7 +222,7 @@ class _TxState(threading.local):
     meta: dict[str, str | None] | None = None  # settings read or written in this transaction
 
 
-class Neo4jStore(GraphStore):
+class Neo4jStore(Neo4jVectors, GraphStore):
     """Neo4j backend: one database (``database``; the server's default when None) on ``uri``.
 
     >>> store = Neo4jStore("bolt://localhost:7687", auth=("neo4j", "secret"))  # doctest: +SKIP
@@ -648,6 +649,7 @@ class Neo4jStore(GraphStore):
             list(ids),
             ns=namespace,
         )
+        self.delete_vectors(namespace, ids)
 
     def bulk_insert(
         self, nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]

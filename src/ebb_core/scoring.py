@@ -100,6 +100,14 @@ class Config:
         max_push_degree: with eager spreading, a change at a node with more edges than this
             still waits for ``maintain`` (see ``Brain._adjust``).
         rebase_after_half_lives: move the epoch forward once "now" is this many half-lives past it.
+        vector_weight: with an embedder, a candidate's match is ``(1 − w) · text + w ·
+            similarity`` (each normalised against the best candidate's); 0 ignores vectors.
+        vector_pool: how many nearest vectors recall takes as candidates (beside the text ones).
+        vector_floor: a cosine similarity at or below this counts as no similarity at all
+            (unrelated sentences score 0-0.2 with small sentence models).
+        vector_contrast: exponent on the normalised similarity, as ``text_contrast`` for text.
+        fusion: ``"score"`` (the weighted sum above) or ``"rrf"`` (reciprocal-rank fusion of
+            the text ranking and the vector ranking, ``Σ 1 / (60 + rank)``, rescaled to [0, 1]).
 
     >>> Config(half_life_days=7).half_life_us == 7 * 86_400 * 1_000_000
     True
@@ -129,6 +137,11 @@ class Config:
     eager_spreading: bool = False
     max_push_degree: int = 128
     rebase_after_half_lives: float = 64.0
+    vector_weight: float = 0.3
+    vector_pool: int = 50
+    vector_floor: float = 0.3
+    vector_contrast: float = 1.5
+    fusion: str = "score"
     half_life_us: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -171,6 +184,20 @@ class Config:
         if not 1.0 <= self.rebase_after_half_lives <= 512.0:
             raise InvalidInput(
                 "rebase_after_half_lives must be in [1, 512]", field="rebase_after_half_lives"
+            )
+        if not (isinstance(self.vector_weight, (int, float)) and 0.0 <= self.vector_weight <= 1):
+            raise InvalidInput(
+                f"vector_weight must be in [0, 1], got {self.vector_weight!r}",
+                field="vector_weight",
+            )
+        if self.vector_pool < 0:
+            raise InvalidInput("vector_pool must be >= 0", field="vector_pool")
+        if not -1.0 <= self.vector_floor < 1.0:
+            raise InvalidInput("vector_floor must be in [-1, 1)", field="vector_floor")
+        _positive("vector_contrast", self.vector_contrast)
+        if self.fusion not in ("score", "rrf"):
+            raise InvalidInput(
+                f"fusion must be 'score' or 'rrf', got {self.fusion!r}", field="fusion"
             )
         object.__setattr__(self, "half_life_us", self.half_life_days * US_PER_DAY)
 

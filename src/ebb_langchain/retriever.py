@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -48,6 +49,13 @@ class EbbRetriever(BaseRetriever):
     """Only memories of these kinds (``["decision", "fact"]``); empty means every kind."""
     reinforce: bool = True
     """Reinforce what is returned (the reinforce hook). ``False`` leaves activations alone."""
+    embedder: Any = Field(default=None, exclude=True)
+    """A LangChain ``Embeddings`` (or any embedder Ebb takes) to recall by meaning too; it is
+    set on the brain (see ``Brain.set_embedder``). ``None`` keeps the brain's own."""
+
+    def model_post_init(self, context: Any, /) -> None:
+        if self.embedder is not None:
+            self.brain.set_embedder(self.embedder)
 
     def _get_relevant_documents(
         self,

@@ -72,6 +72,8 @@ class EbbStore(BaseStore):
     - Memories written through Ebb itself (tools, MCP, ``Brain.remember``) show up as items
       whose value is ``{"content": text, "kind": kind}``.
     - Items do not expire (``supports_ttl = False``): Ebb lets unused memories decay instead.
+    - ``embedder`` (or LangGraph's ``index={"embed": embeddings}``) makes ``search`` find items
+      by meaning too: a LangChain ``Embeddings``, a callable, or ``"minilm"`` (offline).
 
     >>> agent = create_agent(model, tools, store=EbbStore(brain))   # doctest: +SKIP
     """
@@ -87,7 +89,16 @@ class EbbStore(BaseStore):
         depth: int | None = None,
         reinforce: bool = True,
         actor: str = "agent",
+        embedder: Any = None,
+        index: Mapping[str, Any] | None = None,
     ) -> None:
+        # LangGraph's own way to ask for semantic search: index={"embed": ..., "fields": [...]}
+        if index is not None:
+            embedder = embedder if embedder is not None else index.get("embed")
+            if fields is None and index.get("fields") is not None:
+                fields = list(index["fields"])
+        if embedder is not None:
+            brain.set_embedder(embedder)
         self.brain = brain
         self.kind = kind
         self.fields = list(fields) if fields is not None else None

@@ -88,6 +88,7 @@ def create_ebb_tools(
     namespace: str | None = None,
     depth: int | None = None,
     actor: str = "agent",
+    embedder: Any = None,
 ) -> list[BaseTool]:
     """The tools ``remember``, ``recall``, ``connect`` and ``forget`` on ``brain``.
 
@@ -96,8 +97,13 @@ def create_ebb_tools(
     returns and also gives the hits' metadata as the tool message's artifact. ``forget`` never
     deletes: the memory waits in the review queue for a person.
 
+    ``embedder`` (a LangChain ``Embeddings``, a callable, ``"minilm"``) makes ``recall`` find
+    memories by meaning too (set on the brain; ``None`` keeps its own).
+
     >>> agent = create_agent(model, create_ebb_tools(brain))   # doctest: +SKIP
     """
+    if embedder is not None:
+        brain.set_embedder(embedder)
     mem = view(brain, namespace)
     archive_depth = 3
 

@@ -54,6 +54,12 @@ class EbbMemoryBlock(BaseMemoryBlock[list[ContentBlock]]):
         description="0 = never truncate; otherwise Memory truncates lower numbers first.",
     )
     brain: Brain = Field(exclude=True, description="The Ebb brain (namespace) to use.")
+    embed_model: Any = Field(
+        default=None,
+        exclude=True,
+        description="A LlamaIndex BaseEmbedding (or any embedder Ebb takes) to recall by "
+        "meaning too; set on the brain. None keeps the brain's own.",
+    )
     k: int = Field(default=5, ge=1, le=1000, description="How many memories to recall.")
     depth: int | None = Field(
         default=None,
@@ -85,6 +91,11 @@ class EbbMemoryBlock(BaseMemoryBlock[list[ContentBlock]]):
         exclude=True,
         description="Counts tokens when truncating (the same default as Memory's).",
     )
+
+    def model_post_init(self, context: Any, /) -> None:
+        super().model_post_init(context)
+        if self.embed_model is not None:
+            self.brain.set_embedder(self.embed_model)
 
     async def _aget(
         self, messages: list[ChatMessage] | None = None, **block_kwargs: Any

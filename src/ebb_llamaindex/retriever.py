@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Any
 
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.retrievers import BaseRetriever
@@ -40,7 +41,10 @@ class EbbRetriever(BaseRetriever):
         namespace: str | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        embed_model: Any = None,
     ) -> None:
+        if embed_model is not None:  # a LlamaIndex BaseEmbedding (or any embedder Ebb takes)
+            brain.set_embedder(embed_model)
         self.brain = brain.scoped(namespace) if namespace is not None else brain
         self.k = validate_k(k)
         self.depth = depth

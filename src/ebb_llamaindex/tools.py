@@ -1,7 +1,7 @@
 """``EbbToolSpec``: remember, recall, connect and forget as LlamaIndex function tools."""
 
 # No ``from __future__ import annotations`` here: LlamaIndex reads the tool signatures at runtime.
-from typing import Annotated
+from typing import Annotated, Any
 
 from llama_index.core.tools import ToolMetadata
 from llama_index.core.tools.tool_spec.base import SPEC_FUNCTION_TYPE, BaseToolSpec
@@ -51,7 +51,11 @@ class EbbToolSpec(BaseToolSpec):
     ... # doctest: +SKIP
     """
 
-    def __init__(self, brain: Brain, *, k: int = 5, reinforce: bool = True) -> None:
+    def __init__(
+        self, brain: Brain, *, k: int = 5, reinforce: bool = True, embed_model: Any = None
+    ) -> None:
+        if embed_model is not None:  # a LlamaIndex BaseEmbedding (or any embedder Ebb takes)
+            brain.set_embedder(embed_model)
         self.spec_functions: list[SPEC_FUNCTION_TYPE] = ["remember", "recall", "connect", "forget"]
         self.brain = brain
         self.k = validate_k(k)
