@@ -1646,27 +1646,42 @@ class Brain:
             path = Path(src)
             if not path.is_file():
                 raise InvalidInput(f"no such file to import: {path}", field="src")
-            with open(path, encoding="utf-8") as fh:
-                return self.import_(fh, namespace=namespace, progress=progress, batch=batch)
+            # Read in pieces by the parser, and as text only if the line-by-line path needs
+            # it: a 1M-memory export is ~1.5 GB, which the import held twice (text, bytes).
+            source: bytes | Path = path
+        else:
+            read = src.read()
+            source = read.encode() if isinstance(read, str) else read
+            del read
         target = validate_namespace(namespace) if namespace else None
-        text = src.read()
 
         def lines() -> list[str]:
-            return [line for line in text.splitlines() if line.strip()]
+            data = source.read_bytes() if isinstance(source, Path) else source
+            return [line for line in data.decode("utf-8").splitlines() if line.strip()]
+
+        def first_line() -> str:
+            if isinstance(source, bytes):
+                return source.lstrip().split(b"\n", 1)[0].decode("utf-8")
+            with open(source, "rb") as fh:
+                for line in fh:
+                    if line.strip():
+                        return line.strip().decode("utf-8")
+            return ""
 
         try:
-            node_cols, edge_cols, audit_rows = records.read_columns(text.encode(), target)
+            node_cols, edge_cols, audit_rows = records.read_columns(source, target)
             if audit_rows:
                 numbered = lines()
                 audits = [_audit_record(numbered[i], i + 1, target) for i in audit_rows]
             else:
                 audits = []
-            head = text.lstrip().split("\n", 1)[0]
+            head = first_line()
             if '"ebb-export"' in head:
                 _check_header(head)
         except records.SlowPath:
             defaults = records.Defaults(self._ns, self._now_us())
             node_cols, edge_cols, audits = _parse_lines(lines(), target, defaults)
+        source = b""  # parsed: the file's bytes are not needed again
         ids_by_ns: dict[str, set[str]] = {}
         for ns, node_id in zip(
             _pylist(node_cols["namespace"]), _pylist(node_cols["id"]), strict=True
@@ -1721,8 +1736,6 @@ class Brain:
             # file alone: they are stored with the rows instead of recomputed from the store.
             fresh = (
                 not dangling
-                and n_nodes <= batch
-                and n_edges <= 10 * batch
                 and edge_namespaces <= set(ids_by_ns)
                 and not any(store.top_by_key(ns, Tier.FROZEN, 1) for ns in ids_by_ns)
             )
@@ -1761,6 +1774,9 @@ class Brain:
             with gate, self._s.lock, self._s.store.bulk_load(n_nodes):
                 with self._tx():
                     load()
+                    # The columns are stored: let them go before the text index is built
+                    # (as bulk_load ends), which needs the memory at a million memories.
+                    node_cols, edge_cols, ends, ids_by_ns = {}, {}, [], {}
                     # Ctrl-C from here waits for the commit to end, so that an interrupted
                     # import is reported as what it is: rolled back, or committed.
                     gate.hold()

@@ -210,9 +210,10 @@ class _RecallCache:
         self.ns = np.full(size, -1, np.int64)
         uids, kinds = table["u"].to_pylist(), table["k"].to_pylist()
         codes = []
+        names: dict[str, str] = {}  # one string object per kind, not one per memory
         for o, u, k in zip(offsets.tolist(), uids, kinds, strict=True):
             self.uid[o] = u
-            self.kind[o] = k
+            self.kind[o] = names.setdefault(k, k)
             codes.append(self.ns_code(u[: u.index(SEP)]))
         self.ns[offsets] = codes
         self.tier[offsets] = table["t"].to_numpy()
@@ -345,6 +346,7 @@ class KuzuStore(GraphStore):
         snapshot: bool | None = None,
         create: bool = True,
         rebuild: bool = True,
+        memory_budget: int | None = None,
     ) -> None:
         """Open (or, unless ``create`` is false, create) the store file at ``path``.
 
@@ -353,6 +355,9 @@ class KuzuStore(GraphStore):
         internal table of it) and rebuilt from the committed rows. Errors are ``EbbError``s:
         :class:`StoreLocked`, :class:`NoStore` (``create=False``), :class:`StoreFull` and
         :class:`StorageError` (the store cannot be read: ``ebb doctor`` / ``ebb repair``).
+        ``memory_budget`` (bytes; default ``EBB_MEMORY_BUDGET``, else
+        :data:`DEFAULT_MEMORY_BUDGET`) bounds what the store keeps in memory: Kùzu's buffer
+        pool and the in-process copies (see :func:`memory_budget`).
         If a kill left the index in the one state Kùzu cannot clean up (``rebuild``, the
         default), the store is rebuilt from its rows (:func:`repair.rebuild_in_place`), the
         old file kept beside it, and a :class:`StoreRebuilt` warning says where.
@@ -395,9 +400,15 @@ class KuzuStore(GraphStore):
                     "nothing is lost",
                     path=self._path,
                 )
+        self._budget = memory_budget_from_env() if memory_budget is None else int(memory_budget)
         try:
             # Checkpoints are taken by this store (see _maybe_checkpoint), never inside a write.
-            self._db = kuzu.Database(self._path, read_only=read_only, auto_checkpoint=False)
+            self._db = kuzu.Database(
+                self._path,
+                read_only=read_only,
+                auto_checkpoint=False,
+                buffer_pool_size=_buffer_pool(self._budget),
+            )
         except RuntimeError as exc:
             msg = str(exc)
             # A writer closing elsewhere checkpoints through a ".shadow" file; opening just
@@ -460,7 +471,13 @@ class KuzuStore(GraphStore):
                 StoreRebuilt,
                 stacklevel=2,
             )
-            self.__init__(path, read_only=read_only, snapshot=snapshot, rebuild=False)  # type: ignore[misc]
+            self.__init__(  # type: ignore[misc]
+                path,
+                read_only=read_only,
+                snapshot=snapshot,
+                rebuild=False,
+                memory_budget=self._budget,
+            )
         except BaseException as exc:
             self._abandon()
             if isinstance(exc, RuntimeError):
@@ -866,8 +883,21 @@ class KuzuStore(GraphStore):
     def get_nodes(self, namespace: str, ids: Sequence[str]) -> dict[str, Node]:
         out: dict[str, Node] = {}
         with self._lock:
+            rows: dict[str, dict[str, Any] | None] = {}
+            unread = []
             for i in dict.fromkeys(ids):
-                row = self._row(uid(namespace, i))
+                u = uid(namespace, i)
+                row = self._known_row(u)
+                if row is _UNREAD:
+                    unread.append(u)
+                else:
+                    rows[u] = row
+            if len(unread) > 1:  # one query for the rows no copy holds (~0.7 ms each alone)
+                rows.update(self._read_rows(unread))
+            elif unread:
+                rows[unread[0]] = self._row(unread[0])
+            for i in dict.fromkeys(ids):
+                row = rows.get(uid(namespace, i))
                 if row is not None:
                     out[i] = node_from_row(row)
         return out
@@ -875,6 +905,14 @@ class KuzuStore(GraphStore):
     def _row(self, u: str) -> dict[str, Any] | None:
         """A memory's stored row, recent-link list included (so recall can explain what it
         just fetched without reading it again), from the row cache or one primary-key read."""
+        row = self._known_row(u)
+        if row is not _UNREAD:
+            return row  # type: ignore[no-any-return]
+        return self._read_rows([u]).get(u)
+
+    def _known_row(self, u: str) -> Any:
+        """A memory's row from the in-process copies: the row, None (no such memory), or
+        ``_UNREAD`` (the table must be read)."""
         row = self._rows_cache.get(u)
         if row is not None:
             return row
@@ -883,7 +921,12 @@ class KuzuStore(GraphStore):
             o = cache.offset.get(u)
             if o is None:
                 return None  # the offsets name every memory
-            if self._snapshot and cache.base is None and self._row_reads >= _SNAPSHOT_AFTER:
+            if (
+                self._snapshot
+                and cache.base is None
+                and self._row_reads >= _SNAPSHOT_AFTER
+                and self._snapshot_fits()
+            ):
                 # This process keeps reading memories (an agent session, not one call):
                 # one scan of the table now is cheaper than ~0.7 ms per read from here on.
                 cache.attach(
@@ -894,17 +937,36 @@ class KuzuStore(GraphStore):
                     )
                 )
             row = cache.base_row(o)
-        if row is None:
-            rows = self._q(
-                f"MATCH (n:Memory {{uid: $uid}}) RETURN {_node_ret('n')}, n.recent_links",
-                {"uid": u},
+            if row is not None:
+                self._rows_cache.put(u, row)
+                return row
+        return _UNREAD
+
+    def _snapshot_fits(self) -> bool:
+        """Whether the row snapshot (~``_SNAPSHOT_ROW_BYTES`` a memory) fits in its share of the
+        memory budget (a quarter); past that rows are read from the table as needed."""
+        return len(self._cache.offset) * _SNAPSHOT_ROW_BYTES <= self._budget // 4
+
+    def _read_rows(self, uids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The stored rows of ``uids`` (those that exist), read from the table and cached."""
+        if len(uids) == 1:
+            found = self._q(
+                f"MATCH (n:Memory {{uid: $uid}}) RETURN n.uid, {_node_ret('n')}, n.recent_links",
+                {"uid": uids[0]},
             )
-            if not rows:
-                return None
-            row = dict(zip(_ROW_KEYS, rows[0], strict=True))
+        else:
+            found = self._q(
+                "UNWIND $us AS u MATCH (n:Memory {uid: u}) "
+                f"RETURN n.uid, {_node_ret('n')}, n.recent_links",
+                {"us": list(uids)},
+            )
+        out = {}
+        for r in found:
+            row = dict(zip(_ROW_KEYS, r[1:], strict=True))
             self._row_reads += 1
-        self._rows_cache.put(u, row)
-        return row
+            self._rows_cache.put(r[0], row)
+            out[r[0]] = row
+        return out
 
     def existing_ids(self, namespace: str, ids: Sequence[str]) -> set[str]:
         wanted = set(ids)
@@ -2042,8 +2104,50 @@ class KuzuStore(GraphStore):
 
 _ROW_KEYS = (*NODE_PROPERTIES, "recent_links")
 _SNAPSHOT_AFTER = 64  # rows read one by one before the recall snapshot is taken
+_SNAPSHOT_ROW_BYTES = 600  # the row snapshot's size per memory (measured ~0.5 KB; see attach)
+_UNREAD = object()  # see _known_row
 _COLD_CALLS = 16  # most lookups answered by queries before the recall columns are built
 _OFF = ("0", "false", "no", "off")
+
+DEFAULT_MEMORY_BUDGET = 5 << 29
+"""An embedded store's memory budget by default (2.5 GiB): see :func:`memory_budget_from_env`."""
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_memory_budget(raw: str, field: str = "EBB_MEMORY_BUDGET") -> int:
+    """Bytes from ``"3G"``, ``"512M"``, ``"1.5g"``, ``"800MiB"`` or a plain number of bytes."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", raw.lower())
+    value = float(m.group(1)) * _UNITS[m.group(2)] if m else 0.0
+    if value < _MIN_BUDGET:
+        raise InvalidInput(
+            f"{field}={raw!r} is not a memory size of at least {_MIN_BUDGET >> 20} MiB: give "
+            "bytes or a number with K, M or G (e.g. 2G, 512M)",
+            field=field,
+        )
+    return int(value)
+
+
+def memory_budget_from_env() -> int:
+    """The memory budget of an embedded store: ``EBB_MEMORY_BUDGET`` (e.g. ``3G``, ``512M``),
+    else :data:`DEFAULT_MEMORY_BUDGET`.
+
+    60% goes to Kùzu's buffer pool (its page cache: Kùzu's own default is 80% of the
+    machine's memory, which a large store fills), the rest to this process: the recall
+    columns (~30 bytes a memory) always, the row snapshot (~0.5 KB a memory) only while it
+    fits in a quarter of the budget. Past that recall reads its winners' rows from the table
+    (one query per recall): the store works at any size, only slower.
+    """
+    raw = os.environ.get("EBB_MEMORY_BUDGET", "").strip()
+    return parse_memory_budget(raw) if raw else DEFAULT_MEMORY_BUDGET
+
+
+_MIN_BUDGET = 64 << 20
+
+
+def _buffer_pool(budget: int) -> int:
+    return max(budget * 3 // 5, 32 << 20)
+
+
 _DELTA_OF = {"base_key": "base_delta", "degree": "degree_delta", "key": "key_delta"}
 _PREPARED_MAX = 512  # prepared statements kept (one per query text)
 _CHECKPOINT_WAL = 16 << 20  # WAL bytes that trigger a checkpoint (Kùzu's default threshold)
@@ -2224,6 +2328,13 @@ def storage_error(exc: BaseException, path: str, doing: str = "") -> StorageErro
             f"{what}: the disk is full ({msg}); the write that hit it was not stored. Free "
             "some space (or raise the file-size limit) and retry: the store opens again once "
             "there is room",
+            path=path,
+        )
+    if "buffer pool is full" in low:
+        return StorageError(
+            f"{what}: the memory budget is too small for this operation on a store this size "
+            f"({msg}); nothing of it was stored. Raise EBB_MEMORY_BUDGET (e.g. 4G; the "
+            f"default is {DEFAULT_MEMORY_BUDGET / (1 << 30):g}G) and retry",
             path=path,
         )
     return StorageError(
