@@ -1481,44 +1481,15 @@ class Brain:
             )
             moves, why_moved = self._policy_moves(moves, now_us)
             now = from_us(now_us)
-            changes: dict[str, dict[str, Any]] = {}
             moved: dict[str, int] = {}
-            queued = []
-            labels = {t: t.label for t in Tier}
-            audit: dict[str, list[Any]] = {
-                "action": [],
-                "node_id": [],
-                "from_tier": [],
-                "to_tier": [],
-                "actor": [],
-                "reason": [],
-            }
-            for m in moves:  # columns, not objects: a first maintain can move 100k memories
-                fields: dict[str, Any] = {"tier": m.to_tier}
-                if m.to_tier == Tier.FROZEN:
-                    fields["review_reason"] = (
-                        f"decayed: activation is {m.ratio:.2%} of the most active memory, "
-                        f"below the {cfg.cold_ratio:.0%} cut-off"
-                        + (f"; {why_moved[m.node_id]}" if m.node_id in why_moved else "")
-                    )
-                    fields["queued_at"] = now
-                    queued.append(m.node_id)
-                changes[m.node_id] = fields
-                key = f"{labels[m.from_tier]}->{labels[m.to_tier]}"
-                moved[key] = moved.get(key, 0) + 1
-                action = "demote" if m.to_tier > m.from_tier else "promote"
-                if m.to_tier == Tier.FROZEN:
-                    action = "freeze"
-                audit["action"].append(action)
-                audit["node_id"].append(m.node_id)
-                audit["from_tier"].append(m.from_tier)
-                audit["to_tier"].append(m.to_tier)
-                audit["reason"].append(why_moved.get(m.node_id, f"activation ratio {m.ratio:.4f}"))
-            audit["actor"] = ["maintain"] * len(moves)
-            if changes:
-                self._s.store.update_nodes(self._ns, changes)
-                first = self._s.store.last_audit_seq(self._ns) + 1
-                self._s.store.append_audit_columns(self._ns, first, now, audit)
+            queued: list[str] = []
+            first = self._s.store.last_audit_seq(self._ns) + 1 if moves else 0
+            # In slices: a first maintain can move most of a million memories, and their
+            # changes and audit entries as Python objects took gigabytes at once.
+            for lo in range(0, len(moves), _MOVES_PER_WRITE):
+                self._write_moves(
+                    moves[lo : lo + _MOVES_PER_WRITE], why_moved, now, first + lo, moved, queued
+                )
             if queued:
                 self._refresh_reference()  # the frozen no longer count
             return MaintainReport(
@@ -1530,6 +1501,54 @@ class Brain:
                 rebased=rebased,
                 spreading=spreading,
             )
+
+    def _write_moves(
+        self,
+        moves: Sequence[TierMove],
+        why_moved: Mapping[str, str],
+        now: datetime,
+        first: int,
+        moved: dict[str, int],
+        queued: list[str],
+    ) -> None:
+        """Store ``moves`` and their audit entries (numbered from ``first``), counting them
+        in ``moved`` and the newly frozen in ``queued``."""
+        cfg = self._s.config
+        changes: dict[str, dict[str, Any]] = {}
+        labels = {t: t.label for t in Tier}
+        audit: dict[str, list[Any]] = {
+            "action": [],
+            "node_id": [],
+            "from_tier": [],
+            "to_tier": [],
+            "actor": [],
+            "reason": [],
+        }
+        for m in moves:  # columns, not objects: a first maintain can move 100k memories
+            fields: dict[str, Any] = {"tier": m.to_tier}
+            if m.to_tier == Tier.FROZEN:
+                fields["review_reason"] = (
+                    f"decayed: activation is {m.ratio:.2%} of the most active memory, "
+                    f"below the {cfg.cold_ratio:.0%} cut-off"
+                    + (f"; {why_moved[m.node_id]}" if m.node_id in why_moved else "")
+                )
+                fields["queued_at"] = now
+                queued.append(m.node_id)
+            changes[m.node_id] = fields
+            key = f"{labels[m.from_tier]}->{labels[m.to_tier]}"
+            moved[key] = moved.get(key, 0) + 1
+            action = "demote" if m.to_tier > m.from_tier else "promote"
+            if m.to_tier == Tier.FROZEN:
+                action = "freeze"
+            audit["action"].append(action)
+            audit["node_id"].append(m.node_id)
+            audit["from_tier"].append(m.from_tier)
+            audit["to_tier"].append(m.to_tier)
+            audit["reason"].append(why_moved.get(m.node_id, f"activation ratio {m.ratio:.4f}"))
+        audit["actor"] = ["maintain"] * len(moves)
+        if changes:
+            self._s.store.update_nodes(self._ns, changes)
+            self._s.store.append_audit_columns(self._ns, first, now, audit)
 
     def _policy_moves(
         self, moves: Sequence[TierMove], now_us: int
@@ -1839,6 +1858,9 @@ class Brain:
         self._s.store.set_meta(f"reference:{namespace}", f"{key!r} {rank}")
 
     import_jsonl = import_
+
+
+_MOVES_PER_WRITE = 100_000  # tier moves written (with their audit entries) at a time
 
 
 class CommittedInterrupt(KeyboardInterrupt):

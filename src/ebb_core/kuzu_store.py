@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import re
+import tempfile
 import threading
 import warnings
 from collections import OrderedDict
@@ -444,6 +445,7 @@ class KuzuStore(GraphStore):
         self._wal_failed = False
         try:
             self._conn = kuzu.Connection(self._db)
+            self._held = 0  # bytes of Arrow tables the connection keeps (see _let_go_of_tables)
             for ext in ("fts",):
                 self._exec(f"LOAD EXTENSION {ext}")
             if not read_only:
@@ -554,10 +556,30 @@ class KuzuStore(GraphStore):
                 self.check_room()
                 self._exec("BEGIN TRANSACTION")
                 self._begun = True
+        if params:
+            self._note_tables(params)
         try:
             return self._conn.execute(query, dict(params or {}))
         except RuntimeError as exc:
             raise self._failed(exc) from None
+
+    def _note_tables(self, params: Mapping[str, Any]) -> None:
+        for value in params.values():
+            if hasattr(value, "nbytes") and hasattr(value, "num_rows"):  # an Arrow table
+                self._held += int(value.nbytes)
+
+    def _let_go_of_tables(self) -> None:
+        """Kùzu 0.11.3's connection keeps every Arrow table passed to it (COPY FROM $t,
+        LOAD FROM $rows) until it closes: ~850 MB after a 1M-memory import, and more after
+        every maintain of a long-running process. Past ``_HELD_MAX`` bytes, between
+        transactions, the connection is replaced by a new one (prepared statements go too)."""
+        if self._held < _HELD_MAX or self._depth or self._closed or self._wal_failed:
+            return
+        kuzu = _kuzu.load()
+        self._prepared.clear()
+        self._conn.close()
+        self._conn = kuzu.Connection(self._db)
+        self._held = 0
 
     def check_room(self, extra: int = 0) -> None:
         """Refuse a write (:class:`StoreFull`) unless the disk has room for it and for the
@@ -743,6 +765,7 @@ class KuzuStore(GraphStore):
                 failed = True
                 raise
             finally:
+                self._let_go_of_tables()  # the loaded columns, before the index build
                 if rebuild:
                     try:
                         self._create_text_index()
@@ -797,6 +820,7 @@ class KuzuStore(GraphStore):
                     raise
             if begun or sealed:  # a transaction that only read leaves the WAL as it was
                 self._maybe_checkpoint()
+            self._let_go_of_tables()
 
     def _maybe_checkpoint(self) -> None:
         """Checkpoint once the WAL passes Kùzu's usual threshold (auto-checkpoints are off)...
@@ -883,21 +907,8 @@ class KuzuStore(GraphStore):
     def get_nodes(self, namespace: str, ids: Sequence[str]) -> dict[str, Node]:
         out: dict[str, Node] = {}
         with self._lock:
-            rows: dict[str, dict[str, Any] | None] = {}
-            unread = []
             for i in dict.fromkeys(ids):
-                u = uid(namespace, i)
-                row = self._known_row(u)
-                if row is _UNREAD:
-                    unread.append(u)
-                else:
-                    rows[u] = row
-            if len(unread) > 1:  # one query for the rows no copy holds (~0.7 ms each alone)
-                rows.update(self._read_rows(unread))
-            elif unread:
-                rows[unread[0]] = self._row(unread[0])
-            for i in dict.fromkeys(ids):
-                row = rows.get(uid(namespace, i))
+                row = self._row(uid(namespace, i))
                 if row is not None:
                     out[i] = node_from_row(row)
         return out
@@ -908,7 +919,7 @@ class KuzuStore(GraphStore):
         row = self._known_row(u)
         if row is not _UNREAD:
             return row  # type: ignore[no-any-return]
-        return self._read_rows([u]).get(u)
+        return self._read_row(u)
 
     def _known_row(self, u: str) -> Any:
         """A memory's row from the in-process copies: the row, None (no such memory), or
@@ -947,26 +958,18 @@ class KuzuStore(GraphStore):
         memory budget (a quarter); past that rows are read from the table as needed."""
         return len(self._cache.offset) * _SNAPSHOT_ROW_BYTES <= self._budget // 4
 
-    def _read_rows(self, uids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The stored rows of ``uids`` (those that exist), read from the table and cached."""
-        if len(uids) == 1:
-            found = self._q(
-                f"MATCH (n:Memory {{uid: $uid}}) RETURN n.uid, {_node_ret('n')}, n.recent_links",
-                {"uid": uids[0]},
-            )
-        else:
-            found = self._q(
-                "UNWIND $us AS u MATCH (n:Memory {uid: u}) "
-                f"RETURN n.uid, {_node_ret('n')}, n.recent_links",
-                {"us": list(uids)},
-            )
-        out = {}
-        for r in found:
-            row = dict(zip(_ROW_KEYS, r[1:], strict=True))
-            self._row_reads += 1
-            self._rows_cache.put(r[0], row)
-            out[r[0]] = row
-        return out
+    def _read_row(self, u: str) -> dict[str, Any] | None:
+        """The stored row of ``u`` read from the table (one primary-key read, ~0.3-0.7 ms:
+        an ``UNWIND`` of ten keys takes Kùzu a scan, ~0.7 s at 1M), and cached."""
+        found = self._q(
+            f"MATCH (n:Memory {{uid: $uid}}) RETURN {_node_ret('n')}, n.recent_links", {"uid": u}
+        )
+        if not found:
+            return None
+        row = dict(zip(_ROW_KEYS, found[0], strict=True))
+        self._row_reads += 1
+        self._rows_cache.put(u, row)
+        return row
 
     def existing_ids(self, namespace: str, ids: Sequence[str]) -> set[str]:
         wanted = set(ids)
@@ -1372,7 +1375,8 @@ class KuzuStore(GraphStore):
                         "recent_links": recent,
                     }
                 )
-                self._run("COPY Memory FROM $t", {"t": table})
+                self._copy("Memory", table)
+                del table
             if m:
                 if not inside:
                     # Memories already stored gain links: their recent-link lists are unset,
@@ -1395,7 +1399,29 @@ class KuzuStore(GraphStore):
                         "props": col(edges["props"], pa.string()),
                     }
                 )
-                self._run("COPY Link FROM $t", {"t": table})
+                self._copy("Link", table)
+                del table
+
+    def _copy(self, name: str, table: Any) -> None:
+        """``COPY name FROM`` an Arrow table whose columns are the table's, in order.
+
+        A large table goes through a Parquet file beside the store, deleted after: Kùzu's
+        connection keeps every Arrow table passed to it until the transaction is over (see
+        _let_go_of_tables), and an import's tables are ~0.9 GB at a million memories."""
+        folder = self._folder
+        if table.num_rows < _COPY_VIA_FILE or any(c in folder for c in "'\\\n"):
+            self._run(f"COPY {name} FROM $t", {"t": table})
+            return
+        import pyarrow.parquet as pq
+
+        fd, path = tempfile.mkstemp(prefix=".ebb-copy-", suffix=".parquet", dir=folder)
+        os.close(fd)
+        try:
+            pq.write_table(table, path)
+            self._run(f"COPY {name} FROM '{path}'")
+        finally:
+            with suppress(OSError):
+                os.unlink(path)
 
     # -- edges ---------------------------------------------------------------------------------
     def upsert_edges(self, edges: Sequence[Edge]) -> None:
@@ -2103,6 +2129,8 @@ class KuzuStore(GraphStore):
 
 
 _ROW_KEYS = (*NODE_PROPERTIES, "recent_links")
+_COPY_VIA_FILE = 200_000  # rows from which a bulk load goes through a Parquet file
+_HELD_MAX = 64 << 20  # Arrow bytes a connection may keep before it is replaced
 _SNAPSHOT_AFTER = 64  # rows read one by one before the recall snapshot is taken
 _SNAPSHOT_ROW_BYTES = 600  # the row snapshot's size per memory (measured ~0.5 KB; see attach)
 _UNREAD = object()  # see _known_row
