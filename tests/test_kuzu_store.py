@@ -494,3 +494,74 @@ def _rounded(value: object) -> object:
     if isinstance(value, (list, tuple)):
         return [_rounded(v) for v in value]
     return value
+
+
+def test_opening_a_store_removes_the_copy_files_a_killed_bulk_load_left(tmp_path: Path) -> None:
+    """Large bulk loads pass their columns to Kùzu through a Parquet file beside the store; one
+    a kill left behind goes when the store is next opened for writing (another store's stays:
+    its holder may be loading it right now)."""
+    mine = tmp_path / ".mem.kuzu.copy-abc123.parquet"
+    theirs = tmp_path / ".other.kuzu.copy-def456.parquet"
+    mine.write_bytes(b"PAR1")
+    theirs.write_bytes(b"PAR1")
+    KuzuStore(tmp_path / "mem.kuzu").close()
+    assert not mine.exists() and theirs.exists()
+
+
+def test_a_large_bulk_load_through_a_file_stores_what_one_through_arrow_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+    from datetime import datetime, timezone
+
+    from ebb_core import FixedClock, kuzu_store
+
+    lines = [json.dumps({"type": "ebb-export", "version": 1, "namespaces": ["x"]})]
+    for i in range(300):
+        lines.append(
+            json.dumps(
+                {
+                    "type": "node",
+                    "id": f"m:{i}",
+                    "namespace": "x",
+                    "kind": "note",
+                    "text": f"memory {i} about pricing {i % 7}",
+                    "created_at": "2026-01-01T00:00:00Z",
+                    "updated_at": "2026-01-01T00:00:00Z",
+                }
+            )
+        )
+    for i in range(1, 300):
+        lines.append(
+            json.dumps(
+                {
+                    "type": "edge",
+                    "namespace": "x",
+                    "src": f"m:{i}",
+                    "dst": f"m:{i // 2}",
+                    "kind": "related",
+                    "weight": 1.5,
+                    "created_at": "2026-01-01T00:00:00Z",
+                    "reinforced_at": "2026-01-02T00:00:00Z",
+                }
+            )
+        )
+    export = tmp_path / "x.jsonl"
+    export.write_text("\n".join(lines) + "\n")
+    seen = []
+    for via_file in (False, True):
+        monkeypatch.setattr(kuzu_store, "_COPY_VIA_FILE", 1 if via_file else 10**9)
+        folder = tmp_path / f"via-{via_file}"
+        folder.mkdir()
+        clock = FixedClock(datetime(2026, 2, 1, tzinfo=timezone.utc))
+        with Brain.open(folder / "s.kuzu", namespace="x", clock=clock) as b:
+            b.import_(export)
+            seen.append(
+                (
+                    [n.model_dump() for batch in b.store.scan_nodes("x") for n in batch],
+                    [e.model_dump() for batch in b.store.scan_edges("x") for e in batch],
+                    [h.model_dump() for h in b.recall("pricing 3", k=10, reinforce=False)],
+                )
+            )
+        assert [p.name for p in folder.iterdir() if p.suffix == ".parquet"] == []
+    assert seen[0] == seen[1] and len(seen[0][0]) == 300 and len(seen[0][1]) == 299

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import glob
 import json
 import os
 import re
@@ -449,6 +450,7 @@ class KuzuStore(GraphStore):
             for ext in ("fts",):
                 self._exec(f"LOAD EXTENSION {ext}")
             if not read_only:
+                self._remove_copy_files()
                 self._ensure_schema()
                 self._ensure_text_index(force=recovering)
         except StorageError as exc:
@@ -1416,7 +1418,7 @@ class KuzuStore(GraphStore):
             return
         import pyarrow.parquet as pq
 
-        fd, path = tempfile.mkstemp(prefix=".ebb-copy-", suffix=".parquet", dir=folder)
+        fd, path = tempfile.mkstemp(prefix=self._copy_prefix(), suffix=".parquet", dir=folder)
         os.close(fd)
         try:
             pq.write_table(table, path)
@@ -1424,6 +1426,16 @@ class KuzuStore(GraphStore):
         finally:
             with suppress(OSError):
                 os.unlink(path)
+
+    def _copy_prefix(self) -> str:
+        return f".{Path(self._path).name}.copy-"
+
+    def _remove_copy_files(self) -> None:
+        """Parquet files a killed bulk load of this store left (only the holder of the store's
+        lock writes them, and this process holds it)."""
+        for leftover in Path(self._folder).glob(f"{glob.escape(self._copy_prefix())}*.parquet"):
+            with suppress(OSError):
+                leftover.unlink()
 
     # -- edges ---------------------------------------------------------------------------------
     def upsert_edges(self, edges: Sequence[Edge]) -> None:
