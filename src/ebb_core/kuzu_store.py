@@ -246,6 +246,11 @@ class _RecallCache:
             self.base = None
             self.fresh[:] = False
 
+    def drop_snapshot(self) -> None:
+        if self.base is not None:
+            self.base = None
+            self.fresh[:] = False
+
     def base_row(self, o: int) -> dict[str, Any] | None:
         """The stored row at offset ``o`` from the snapshot, if no write has touched it since."""
         if o >= len(self.fresh) or not self.fresh[o]:
@@ -917,15 +922,16 @@ class KuzuStore(GraphStore):
                     out[i] = node_from_row(row)
         return out
 
-    def _row(self, u: str) -> dict[str, Any] | None:
+    def _row(self, u: str, *, snapshot: bool = True) -> dict[str, Any] | None:
         """A memory's stored row, recent-link list included (so recall can explain what it
-        just fetched without reading it again), from the row cache or one primary-key read."""
-        row = self._known_row(u)
+        just fetched without reading it again), from the row cache or one primary-key read.
+        ``snapshot=False``: never take the row snapshot for it (a bulk read, as maintain's)."""
+        row = self._known_row(u, snapshot)
         if row is not _UNREAD:
             return row  # type: ignore[no-any-return]
         return self._read_row(u)
 
-    def _known_row(self, u: str) -> Any:
+    def _known_row(self, u: str, snapshot: bool = True) -> Any:
         """A memory's row from the in-process copies: the row, None (no such memory), or
         ``_UNREAD`` (the table must be read)."""
         row = self._rows_cache.get(u)
@@ -938,6 +944,7 @@ class KuzuStore(GraphStore):
                 return None  # the offsets name every memory
             if (
                 self._snapshot
+                and snapshot
                 and cache.base is None
                 and self._row_reads >= _SNAPSHOT_AFTER
                 and self._snapshot_fits()
@@ -1558,8 +1565,12 @@ class KuzuStore(GraphStore):
             out: list[tuple[float, Link]] = []
             prefix, frozen = f"{namespace}{SEP}", int(Tier.FROZEN)
             found: list[tuple[str, list[list[Any]]]] = []
-            for i in dict.fromkeys(ids):
-                row = self._row(prefix + i)
+            wanted = list(dict.fromkeys(ids))
+            # a recall asks for a few dozen; maintain for every memory about to freeze (~12k
+            # at 1M), read one by one rather than by taking the snapshot it is about to stale
+            bulk = len(wanted) > _SNAPSHOT_AFTER
+            for i in wanted:
+                row = self._row(prefix + i, snapshot=not bulk)
                 if row is None:
                     continue
                 raw = row["recent_links"]
@@ -1878,6 +1889,9 @@ class KuzuStore(GraphStore):
         from . import scoring
 
         self._rows_cache.clear()
+        # A maintain rewrites most keys (and often tiers): the snapshot would be stale
+        # anyway, and dropping it now leaves its ~0.45 GB (at 1M) to the pass's own columns.
+        self._cache.drop_snapshot()
         if spreading != "default":
             raise InvalidInput(
                 f"spreading {spreading!r} is not available on the embedded Kùzu backend, which "
