@@ -565,3 +565,18 @@ def test_a_large_bulk_load_through_a_file_stores_what_one_through_arrow_does(
             )
         assert [p.name for p in folder.iterdir() if p.suffix == ".parquet"] == []
     assert seen[0] == seen[1] and len(seen[0][0]) == 300 and len(seen[0][1]) == 299
+
+
+def test_the_last_audit_number_is_kept_so_appending_does_not_scan_the_log(tmp_path: Path) -> None:
+    with Brain.open(tmp_path / "audit.kuzu", namespace="a") as b:
+        ids = [b.remember(f"memory {i}", id=f"note:{i}").id for i in range(3)]
+        for i in ids:
+            b.pin(i)
+        store = b.store
+        assert isinstance(store, KuzuStore)
+        stored = store._q("MATCH (a:Audit) WHERE a.ns = 'a' RETURN max(a.seq)")[0][0]
+        assert stored >= 3
+        assert store.get_meta("audit_seq:a") == str(stored)
+        b.unpin(ids[0])
+        assert store.get_meta("audit_seq:a") == str(stored + 1)
+        assert max(e.seq for e in b.audit_log()) == stored + 1

@@ -2107,7 +2107,10 @@ class KuzuStore(GraphStore):
             for ns, seq in zip(columns["ns"], columns["seq"], strict=True):
                 last[ns] = max(last.get(ns, 0), seq)
             for ns, seq in last.items():
-                if seq > self.last_audit_seq(ns):
+                # >=: with no value kept yet, last_audit_seq reads max(seq) from the log,
+                # which holds these entries already (with > the value was never kept, and
+                # every audit entry scanned the log: ~20-80 ms at 1M entries)
+                if seq >= self.last_audit_seq(ns):
                     self.set_meta(f"audit_seq:{ns}", str(seq))
 
     def audit_log(
