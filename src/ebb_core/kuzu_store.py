@@ -777,6 +777,8 @@ class KuzuStore(GraphStore):
                 _release_arrow_memory()
                 if rebuild:
                     try:
+                        if not failed:  # the loaded rows out of the WAL and its buffers first
+                            self._maybe_checkpoint(force=True)
                         self._create_text_index()
                         self.set_meta(INDEX_STATE, "ready")
                     except EbbError:
@@ -831,7 +833,7 @@ class KuzuStore(GraphStore):
                 self._maybe_checkpoint()
             self._let_go_of_tables()
 
-    def _maybe_checkpoint(self) -> None:
+    def _maybe_checkpoint(self, force: bool = False) -> None:
         """Checkpoint once the WAL passes Kùzu's usual threshold (auto-checkpoints are off)...
 
         With Kùzu's own auto-checkpoint, a checkpoint that fails (a full disk) raised from the
@@ -843,12 +845,12 @@ class KuzuStore(GraphStore):
             size = os.stat(self._path + ".wal").st_size
         except OSError:
             return
-        if size < _ROOM // 4:  # too little to be worth a checkpoint, whatever the room
+        if size < _ROOM // 4 and not force:  # too little to be worth one, whatever the room
             return
         free, need = self._room()
         # ... and sooner when room runs low, so that what a write must keep free (see _room)
         # shrinks back; never without the room the checkpoint itself needs.
-        if size and (size >= _CHECKPOINT_WAL or free < 2 * need) and free >= need:
+        if size and (force or size >= _CHECKPOINT_WAL or free < 2 * need) and free >= need:
             with suppress(StorageError):
                 self._exec("CHECKPOINT")
 
@@ -2268,7 +2270,8 @@ def _column_value(column: str, fields: Mapping[str, Any]) -> Any:
 
 def _recent_link_lists(nodes: Any, edges: Any, offsets: Any) -> Any:
     """Every memory's list of its most recently reinforced links, as one Arrow list column in
-    ``nodes`` row order, built without a Python loop over edges."""
+    ``nodes`` row order, built without a Python loop over edges (the strings in slices of
+    memories: at 1M memories and 5M links, all at once took ~1 GB more at its peak)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -2278,33 +2281,46 @@ def _recent_link_lists(nodes: Any, edges: Any, offsets: Any) -> Any:
     pos = np.full(size, -1, np.int64)
     pos[offsets] = np.arange(n)
     src, dst = edges["a"].to_numpy(), edges["b"].to_numpy()
+    m = len(src)
     me = pos[np.concatenate([src, dst])]
-    other = pos[np.concatenate([dst, src])]
-    t = np.tile(edges["t"].to_numpy(), 2)
-    order = np.lexsort((-t, me))
+    t = edges["t"].to_numpy()
+    order = np.lexsort((-np.concatenate([t, t]), me))
     grouped = me[order]
+    del me
     starts = np.r_[0, np.flatnonzero(np.diff(grouped)) + 1] if len(order) else np.zeros(0, int)
     rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
-    keep = order[rank < RECENT_LINKS]
-    m = len(src)
+    keep = order[rank < RECENT_LINKS]  # entries of the doubled edge list, by memory
+    owner = grouped[rank < RECENT_LINKS]
+    del order, grouped, rank, starts
+    edge = keep % m if m else keep  # the link of each kept entry...
+    outgoing = keep < m  # ...and which end the memory is
+    other = pos[np.where(outgoing, dst[edge], src[edge])]
+    del keep, pos
     ids = nodes["i"].combine_chunks() if hasattr(nodes["i"], "combine_chunks") else nodes["i"]
-    kinds = pa.concat_arrays([edges["k"].combine_chunks()] * 2)
-    weights = pa.array(np.tile(edges["w"].to_numpy(), 2))
-    outs = pa.array(np.r_[np.ones(m, np.int64), np.zeros(m, np.int64)])
-    take = pa.array(keep)
-    entries = pc.binary_join_element_wise(
-        pc.take(ids, pa.array(other[keep])),
-        pc.take(kinds, take),
-        pc.cast(pc.take(outs, take), pa.string()),
-        pc.cast(pc.take(weights, take), pa.string()),
-        pc.cast(pa.array(t[keep]), pa.string()),
-        SEP,
-    )
-    counts = np.bincount(me[keep], minlength=n)
-    list_offsets = pa.array(np.r_[0, np.cumsum(counts)].astype(np.int32))
-    # One string per memory: Kùzu commits a bulk update of 100k list values ~20x slower
-    # than of 100k strings.
-    return pc.binary_join(pa.ListArray.from_arrays(list_offsets, entries), LINK_SEP)
+    kinds = edges["k"].combine_chunks() if hasattr(edges["k"], "combine_chunks") else edges["k"]
+    weights = edges["w"].to_numpy()
+    counts = np.bincount(owner, minlength=n)
+    bounds = np.r_[0, np.cumsum(counts)]
+    pieces = []
+    step = 100_000
+    for lo in range(0, n, step):
+        a, b = int(bounds[lo]), int(bounds[min(lo + step, n)])
+        e = edge[a:b]
+        entries = pc.binary_join_element_wise(
+            pc.take(ids, pa.array(other[a:b])),
+            pc.take(kinds, pa.array(e)),
+            pc.cast(pa.array(outgoing[a:b].astype(np.int64)), pa.string()),
+            pc.cast(pa.array(weights[e]), pa.string()),
+            pc.cast(pa.array(t[e]), pa.string()),
+            SEP,
+        )
+        list_offsets = pa.array((bounds[lo : min(lo + step, n) + 1] - a).astype(np.int32))
+        # One string per memory: Kùzu commits a bulk update of 100k list values ~20x slower
+        # than of 100k strings.
+        pieces.append(pc.binary_join(pa.ListArray.from_arrays(list_offsets, entries), LINK_SEP))
+    if not pieces:
+        return pa.array([], pa.string())
+    return pa.concat_arrays(pieces)
 
 
 def _encode_links(links: list[list[Any]]) -> str:
