@@ -69,10 +69,8 @@ def run_size(
     if not data.exists():
         synth.write_file(data, n, edges_per_node)
     clock = FixedClock(synth.NOW)
-    if backend == "kuzu":
-        store = open_store("kuzu", workdir / f"bench-{n}-{time.time_ns()}.kuzu")
-    else:
-        store = open_store(backend)
+    db = workdir / f"bench-{n}-{time.time_ns()}.kuzu"
+    store = open_store("kuzu", db) if backend == "kuzu" else open_store(backend)
     ns = f"bench-{n}-{time.time_ns()}"
     brain = Brain(store, namespace=ns, clock=clock)
     try:
@@ -145,6 +143,8 @@ def run_size(
         log(f"small-namespace recall p50 {pct(small_ms, 50):.1f} ms")
     finally:
         brain.close()
+        for leftover in (db, Path(f"{db}.wal")):  # 2.5 GB at 1M; the data file is kept
+            leftover.unlink(missing_ok=True)
     return {
         "backend": backend,
         "memories": counts["nodes"],
