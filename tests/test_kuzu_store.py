@@ -580,3 +580,21 @@ def test_the_last_audit_number_is_kept_so_appending_does_not_scan_the_log(tmp_pa
         b.unpin(ids[0])
         assert store.get_meta("audit_seq:a") == str(stored + 1)
         assert max(e.seq for e in b.audit_log()) == stored + 1
+
+
+def test_a_full_buffer_pool_is_reported_as_a_budget_to_raise() -> None:
+    """Kùzu's words when its pool cannot hold an operation (seen building the text index of
+    1M memories in a 1.2 GB pool) become an error that names the setting to raise."""
+    from ebb_core.errors import StorageError
+    from ebb_core.kuzu_store import storage_error
+
+    err = storage_error(
+        RuntimeError(
+            "Buffer manager exception: Unable to allocate memory! The buffer pool is full and "
+            "no memory could be freed!"
+        ),
+        "/data/mem.kuzu",
+    )
+    assert isinstance(err, StorageError)
+    assert "EBB_MEMORY_BUDGET" in str(err) and "/data/mem.kuzu" in str(err)
+    assert "repair" not in str(err)  # nothing is damaged: more memory, not a repair

@@ -2418,8 +2418,9 @@ def storage_error(exc: BaseException, path: str, doing: str = "") -> StorageErro
     if "buffer pool is full" in low:
         return StorageError(
             f"{what}: the memory budget is too small for this operation on a store this size "
-            f"({msg}); nothing of it was stored. Raise EBB_MEMORY_BUDGET (e.g. 4G; the "
-            f"default is {DEFAULT_MEMORY_BUDGET / (1 << 30):g}G) and retry",
+            f"({msg}). Raise EBB_MEMORY_BUDGET (e.g. 4G; the default is "
+            f"{DEFAULT_MEMORY_BUDGET / (1 << 30):g}G) and retry: what was committed before is "
+            "kept, and a text index left unbuilt is built when the store is next opened",
             path=path,
         )
     return StorageError(
