@@ -970,8 +970,9 @@ class KuzuStore(GraphStore):
 
     def _snapshot_fits(self) -> bool:
         """Whether the row snapshot (~``_SNAPSHOT_ROW_BYTES`` a memory) fits in its share of the
-        memory budget (a quarter); past that rows are read from the table as needed."""
-        return len(self._cache.offset) * _SNAPSHOT_ROW_BYTES <= self._budget // 4
+        memory budget (an eighth: ~530k memories at the default); past that rows are read
+        from the table as needed."""
+        return len(self._cache.offset) * _SNAPSHOT_ROW_BYTES <= self._budget // 8
 
     def _read_row(self, u: str) -> dict[str, Any] | None:
         """The stored row of ``u`` read from the table (one primary-key read, ~0.3-0.7 ms:
@@ -2212,9 +2213,10 @@ def memory_budget_from_env() -> int:
 
     60% goes to Kùzu's buffer pool (its page cache: Kùzu's own default is 80% of the
     machine's memory, which a large store fills), the rest to this process: the recall
-    columns (~30 bytes a memory) always, the row snapshot (~0.5 KB a memory) only while it
-    fits in a quarter of the budget. Past that recall reads its winners' rows from the table
-    (one query per recall): the store works at any size, only slower.
+    columns (~0.3 KB a memory: ids, offsets, tiers, keys) always, the row snapshot (~0.5 KB a
+    memory) only while it fits in an eighth of the budget. Past that recall reads the rows it
+    needs from the table, one primary-key read each (~0.3 ms): the store works at any size,
+    only slower.
     """
     raw = os.environ.get("EBB_MEMORY_BUDGET", "").strip()
     return parse_memory_budget(raw) if raw else DEFAULT_MEMORY_BUDGET
