@@ -246,11 +246,6 @@ class _RecallCache:
             self.base = None
             self.fresh[:] = False
 
-    def drop_snapshot(self) -> None:
-        if self.base is not None:
-            self.base = None
-            self.fresh[:] = False
-
     def base_row(self, o: int) -> dict[str, Any] | None:
         """The stored row at offset ``o`` from the snapshot, if no write has touched it since."""
         if o >= len(self.fresh) or not self.fresh[o]:
@@ -1572,8 +1567,8 @@ class KuzuStore(GraphStore):
             found: list[tuple[str, list[list[Any]]]] = []
             wanted = list(dict.fromkeys(ids))
             # a recall asks for a few dozen; maintain for every memory about to freeze (~12k
-            # at 1M), read one by one rather than by taking the snapshot it is about to stale
-            bulk = len(wanted) > _SNAPSHOT_AFTER
+            # at 1M): past the snapshot's share of the budget, read one by one
+            bulk = len(wanted) > _SNAPSHOT_AFTER and not self._snapshot_fits()
             for i in wanted:
                 row = self._row(prefix + i, snapshot=not bulk)
                 if row is None:
@@ -1910,9 +1905,6 @@ class KuzuStore(GraphStore):
         from . import scoring
 
         self._rows_cache.clear()
-        # A maintain rewrites most keys (and often tiers): the snapshot would be stale
-        # anyway, and dropping it now leaves its ~0.45 GB (at 1M) to the pass's own columns.
-        self._cache.drop_snapshot()
         if spreading != "default":
             raise InvalidInput(
                 f"spreading {spreading!r} is not available on the embedded Kùzu backend, which "
