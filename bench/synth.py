@@ -129,6 +129,18 @@ def queries(count: int, seed: int = 11, vocab_size: int = 20_000) -> list[str]:
     return out
 
 
+def common_queries(count: int, seed: int = 13, vocab_size: int = 20_000) -> list[str]:
+    """Queries of 2-3 words among ranks 50-1000 of the vocabulary (each in ~0.1-2% of the
+    memories): at every size they match far more than k memories, so recall fills k and
+    explains ten hits, where :func:`queries` mostly finds one or two."""
+    vocab = vocabulary(vocab_size, random.Random(7))
+    rng = random.Random(seed)
+    return [
+        " ".join(vocab[rng.randrange(50, 1000)] for _ in range(rng.randint(2, 3)))
+        for _ in range(count)
+    ]
+
+
 def queries_from(
     texts: list[str], count: int, seed: int = 11, vocab_size: int = 20_000
 ) -> list[str]:

@@ -1677,44 +1677,15 @@ class Brain:
             )
             moves, why_moved = self._policy_moves(moves, now_us)
             now = from_us(now_us)
-            changes: dict[str, dict[str, Any]] = {}
             moved: dict[str, int] = {}
-            queued = []
-            labels = {t: t.label for t in Tier}
-            audit: dict[str, list[Any]] = {
-                "action": [],
-                "node_id": [],
-                "from_tier": [],
-                "to_tier": [],
-                "actor": [],
-                "reason": [],
-            }
-            for m in moves:  # columns, not objects: a first maintain can move 100k memories
-                fields: dict[str, Any] = {"tier": m.to_tier}
-                if m.to_tier == Tier.FROZEN:
-                    fields["review_reason"] = (
-                        f"decayed: activation is {m.ratio:.2%} of the most active memory, "
-                        f"below the {cfg.cold_ratio:.0%} cut-off"
-                        + (f"; {why_moved[m.node_id]}" if m.node_id in why_moved else "")
-                    )
-                    fields["queued_at"] = now
-                    queued.append(m.node_id)
-                changes[m.node_id] = fields
-                key = f"{labels[m.from_tier]}->{labels[m.to_tier]}"
-                moved[key] = moved.get(key, 0) + 1
-                action = "demote" if m.to_tier > m.from_tier else "promote"
-                if m.to_tier == Tier.FROZEN:
-                    action = "freeze"
-                audit["action"].append(action)
-                audit["node_id"].append(m.node_id)
-                audit["from_tier"].append(m.from_tier)
-                audit["to_tier"].append(m.to_tier)
-                audit["reason"].append(why_moved.get(m.node_id, f"activation ratio {m.ratio:.4f}"))
-            audit["actor"] = ["maintain"] * len(moves)
-            if changes:
-                self._s.store.update_nodes(self._ns, changes)
-                first = self._s.store.last_audit_seq(self._ns) + 1
-                self._s.store.append_audit_columns(self._ns, first, now, audit)
+            queued: list[str] = []
+            first = self._s.store.last_audit_seq(self._ns) + 1 if moves else 0
+            # In slices: a first maintain can move most of a million memories, and their
+            # changes and audit entries as Python objects took gigabytes at once.
+            for lo in range(0, len(moves), _MOVES_PER_WRITE):
+                self._write_moves(
+                    moves[lo : lo + _MOVES_PER_WRITE], why_moved, now, first + lo, moved, queued
+                )
             if queued:
                 self._refresh_reference()  # the frozen no longer count
             return MaintainReport(
@@ -1726,6 +1697,54 @@ class Brain:
                 rebased=rebased,
                 spreading=spreading,
             )
+
+    def _write_moves(
+        self,
+        moves: Sequence[TierMove],
+        why_moved: Mapping[str, str],
+        now: datetime,
+        first: int,
+        moved: dict[str, int],
+        queued: list[str],
+    ) -> None:
+        """Store ``moves`` and their audit entries (numbered from ``first``), counting them
+        in ``moved`` and the newly frozen in ``queued``."""
+        cfg = self._s.config
+        changes: dict[str, dict[str, Any]] = {}
+        labels = {t: t.label for t in Tier}
+        audit: dict[str, list[Any]] = {
+            "action": [],
+            "node_id": [],
+            "from_tier": [],
+            "to_tier": [],
+            "actor": [],
+            "reason": [],
+        }
+        for m in moves:  # columns, not objects: a first maintain can move 100k memories
+            fields: dict[str, Any] = {"tier": m.to_tier}
+            if m.to_tier == Tier.FROZEN:
+                fields["review_reason"] = (
+                    f"decayed: activation is {m.ratio:.2%} of the most active memory, "
+                    f"below the {cfg.cold_ratio:.0%} cut-off"
+                    + (f"; {why_moved[m.node_id]}" if m.node_id in why_moved else "")
+                )
+                fields["queued_at"] = now
+                queued.append(m.node_id)
+            changes[m.node_id] = fields
+            key = f"{labels[m.from_tier]}->{labels[m.to_tier]}"
+            moved[key] = moved.get(key, 0) + 1
+            action = "demote" if m.to_tier > m.from_tier else "promote"
+            if m.to_tier == Tier.FROZEN:
+                action = "freeze"
+            audit["action"].append(action)
+            audit["node_id"].append(m.node_id)
+            audit["from_tier"].append(m.from_tier)
+            audit["to_tier"].append(m.to_tier)
+            audit["reason"].append(why_moved.get(m.node_id, f"activation ratio {m.ratio:.4f}"))
+        audit["actor"] = ["maintain"] * len(moves)
+        if changes:
+            self._s.store.update_nodes(self._ns, changes)
+            self._s.store.append_audit_columns(self._ns, first, now, audit)
 
     def _policy_moves(
         self, moves: Sequence[TierMove], now_us: int
@@ -1855,27 +1874,43 @@ class Brain:
             path = Path(src)
             if not path.is_file():
                 raise InvalidInput(f"no such file to import: {path}", field="src")
-            with open(path, encoding="utf-8") as fh:
-                return self.import_(fh, namespace=namespace, progress=progress, batch=batch)
+            # Read in pieces by the parser, and as text only if the line-by-line path needs
+            # it: a 1M-memory export is ~1.5 GB, which the import held twice (text, bytes).
+            source: bytes | Path = path
+        else:
+            read = src.read()
+            source = read.encode() if isinstance(read, str) else read
+            del read
         target = validate_namespace(namespace) if namespace else None
-        text, carried = _split_vectors(src.read(), target)
+        source, carried = _split_vectors(source, target)
 
         def lines() -> list[str]:
-            return [line for line in text.splitlines() if line.strip()]
+            data = source.read_bytes() if isinstance(source, Path) else source
+            return [line for line in data.decode("utf-8").splitlines() if line.strip()]
+
+        def first_line() -> str:
+            if isinstance(source, bytes):
+                return source.lstrip().split(b"\n", 1)[0].decode("utf-8")
+            with open(source, "rb") as fh:
+                for line in fh:
+                    if line.strip():
+                        return line.strip().decode("utf-8")
+            return ""
 
         try:
-            node_cols, edge_cols, audit_rows = records.read_columns(text.encode(), target)
+            node_cols, edge_cols, audit_rows = records.read_columns(source, target)
             if audit_rows:
                 numbered = lines()
                 audits = [_audit_record(numbered[i], i + 1, target) for i in audit_rows]
             else:
                 audits = []
-            head = text.lstrip().split("\n", 1)[0]
+            head = first_line()
             if '"ebb-export"' in head:
                 _check_header(head)
         except records.SlowPath:
             defaults = records.Defaults(self._ns, self._now_us())
             node_cols, edge_cols, audits = _parse_lines(lines(), target, defaults)
+        source = b""  # parsed: the file's bytes are not needed again
         ids_by_ns: dict[str, set[str]] = {}
         for ns, node_id in zip(
             _pylist(node_cols["namespace"]), _pylist(node_cols["id"]), strict=True
@@ -1930,8 +1965,6 @@ class Brain:
             # file alone: they are stored with the rows instead of recomputed from the store.
             fresh = (
                 not dangling
-                and n_nodes <= batch
-                and n_edges <= 10 * batch
                 and edge_namespaces <= set(ids_by_ns)
                 and not any(store.top_by_key(ns, Tier.FROZEN, 1) for ns in ids_by_ns)
             )
@@ -1970,6 +2003,9 @@ class Brain:
             with gate, self._s.lock, self._s.store.bulk_load(n_nodes):
                 with self._tx():
                     load()
+                    # The columns are stored: let them go before the text index is built
+                    # (as bulk_load ends), which needs the memory at a million memories.
+                    node_cols, edge_cols, ends, ids_by_ns = {}, {}, [], {}
                     # Ctrl-C from here waits for the commit to end, so that an interrupted
                     # import is reported as what it is: rolled back, or committed.
                     gate.hold()
@@ -2151,6 +2187,9 @@ class Brain:
         self._s.store.set_meta(f"reference:{namespace}", f"{key!r} {rank}")
 
 
+_MOVES_PER_WRITE = 100_000  # tier moves written (with their audit entries) at a time
+
+
 class CommittedInterrupt(KeyboardInterrupt):
     """Ctrl-C arrived after an import had committed (while its text index was being rebuilt,
     which the next open of the store finishes): ``counts`` is what the import stored."""
@@ -2322,14 +2361,24 @@ def _pylist(column: Any) -> list[Any]:
 
 
 def _split_vectors(
-    text: str, target: str | None
-) -> tuple[str, dict[tuple[str, str], tuple[str, Any]]]:
-    """An export's text without its vector records, and those records by (namespace, id)."""
-    marker = f'{{"type": "{VECTOR_RECORD}"'
-    if marker not in text:
-        return text, {}
+    source: bytes | Path, target: str | None
+) -> tuple[bytes | Path, dict[tuple[str, str], tuple[str, Any]]]:
+    """An export without its vector records, and those records by (namespace, id).
+
+    A file without vector records is left where it is (the parser reads it in pieces); only an
+    export that carries vectors is read whole to take them out.
+    """
+    marker = f'{{"type": "{VECTOR_RECORD}"'.encode()
+    if isinstance(source, Path):
+        if not _file_contains(source, marker):
+            return source, {}
+        data = source.read_bytes()
+    else:
+        data = source
+        if marker not in data:
+            return source, {}
     kept, carried = [], {}
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(data.splitlines(), 1):
         if not line.startswith(marker):
             kept.append(line)
             continue
@@ -2345,7 +2394,18 @@ def _split_vectors(
                 f"line {lineno}: a malformed vector record ({exc}); nothing was imported",
                 field="src",
             ) from None
-    return "\n".join(kept) + "\n", carried
+    return b"\n".join(kept) + b"\n", carried
+
+
+def _file_contains(path: Path, needle: bytes, chunk: int = 1 << 24) -> bool:
+    """Whether ``needle`` occurs in the file, read in pieces (overlapping by the needle)."""
+    tail = b""
+    with open(path, "rb") as fh:
+        while piece := fh.read(chunk):
+            if needle in tail + piece:
+                return True
+            tail = piece[-len(needle) :]
+    return False
 
 
 def _check_header(line: str) -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import functools
+import glob
 import json
 import os
 import re
+import tempfile
 import threading
 import time
 import warnings
@@ -212,9 +214,10 @@ class _RecallCache:
         self.ns = np.full(size, -1, np.int64)
         uids, kinds = table["u"].to_pylist(), table["k"].to_pylist()
         codes = []
+        names: dict[str, str] = {}  # one string object per kind, not one per memory
         for o, u, k in zip(offsets.tolist(), uids, kinds, strict=True):
             self.uid[o] = u
-            self.kind[o] = k
+            self.kind[o] = names.setdefault(k, k)
             codes.append(self.ns_code(u[: u.index(SEP)]))
         self.ns[offsets] = codes
         self.tier[offsets] = table["t"].to_numpy()
@@ -347,6 +350,7 @@ class KuzuStore(KuzuVectors, GraphStore):
         snapshot: bool | None = None,
         create: bool = True,
         rebuild: bool = True,
+        memory_budget: int | None = None,
     ) -> None:
         """Open (or, unless ``create`` is false, create) the store file at ``path``.
 
@@ -355,6 +359,9 @@ class KuzuStore(KuzuVectors, GraphStore):
         internal table of it) and rebuilt from the committed rows. Errors are ``EbbError``s:
         :class:`StoreLocked`, :class:`NoStore` (``create=False``), :class:`StoreFull` and
         :class:`StorageError` (the store cannot be read: ``ebb doctor`` / ``ebb repair``).
+        ``memory_budget`` (bytes; default ``EBB_MEMORY_BUDGET``, else
+        :data:`DEFAULT_MEMORY_BUDGET`) bounds what the store keeps in memory: Kùzu's buffer
+        pool and the in-process copies (see :func:`memory_budget`).
         If a kill left the index in the one state Kùzu cannot clean up (``rebuild``, the
         default), the store is rebuilt from its rows (:func:`repair.rebuild_in_place`), the
         old file kept beside it, and a :class:`StoreRebuilt` warning says where.
@@ -397,9 +404,10 @@ class KuzuStore(KuzuVectors, GraphStore):
                     "nothing is lost",
                     path=self._path,
                 )
+        self._budget = memory_budget_from_env() if memory_budget is None else int(memory_budget)
         try:
             # Checkpoints are taken by this store (see _maybe_checkpoint), never inside a write.
-            self._db = _open_database(kuzu, self._path, read_only)
+            self._db = _open_database(kuzu, self._path, read_only, _buffer_pool(self._budget))
         except RuntimeError as exc:
             msg = str(exc)
             # A writer closing elsewhere checkpoints through a ".shadow" file; opening just
@@ -436,9 +444,11 @@ class KuzuStore(KuzuVectors, GraphStore):
         self._vec_dim, self._vec_checked = None, False  # the vector table (kuzu_vectors)
         try:
             self._conn = kuzu.Connection(self._db)
+            self._held = 0  # bytes of Arrow tables the connection keeps (see _let_go_of_tables)
             for ext in ("fts", "vector"):
                 self._exec(f"LOAD EXTENSION {ext}")
             if not read_only:
+                self._remove_copy_files()
                 self._ensure_schema()
                 self._ensure_text_index(force=recovering)
         except StorageError as exc:
@@ -463,7 +473,13 @@ class KuzuStore(KuzuVectors, GraphStore):
                 StoreRebuilt,
                 stacklevel=2,
             )
-            self.__init__(path, read_only=read_only, snapshot=snapshot, rebuild=False)  # type: ignore[misc]
+            self.__init__(  # type: ignore[misc]
+                path,
+                read_only=read_only,
+                snapshot=snapshot,
+                rebuild=False,
+                memory_budget=self._budget,
+            )
         except BaseException as exc:
             self._abandon()
             if isinstance(exc, RuntimeError):
@@ -540,10 +556,31 @@ class KuzuStore(KuzuVectors, GraphStore):
                 self.check_room()
                 self._exec("BEGIN TRANSACTION")
                 self._begun = True
+        if params:
+            self._note_tables(params)
         try:
             return self._conn.execute(query, dict(params or {}))
         except RuntimeError as exc:
             raise self._failed(exc) from None
+
+    def _note_tables(self, params: Mapping[str, Any]) -> None:
+        for value in params.values():
+            if hasattr(value, "nbytes") and hasattr(value, "num_rows"):  # an Arrow table
+                self._held += int(value.nbytes)
+
+    def _let_go_of_tables(self) -> None:
+        """Kùzu 0.11.3's connection keeps every Arrow table passed to it (COPY FROM $t,
+        LOAD FROM $rows) until it closes: ~850 MB after a 1M-memory import, and more after
+        every maintain of a long-running process. Past ``_HELD_MAX`` bytes, between
+        transactions, the connection is replaced by a new one (prepared statements go too)."""
+        if self._held < _HELD_MAX or self._depth or self._closed or self._wal_failed:
+            return
+        kuzu = _kuzu.load()
+        self._prepared.clear()
+        self._conn.close()
+        self._conn = kuzu.Connection(self._db)
+        self._held = 0
+        _release_arrow_memory()
 
     def check_room(self, extra: int = 0) -> None:
         """Refuse a write (:class:`StoreFull`) unless the disk has room for it and for the
@@ -729,8 +766,12 @@ class KuzuStore(KuzuVectors, GraphStore):
                 failed = True
                 raise
             finally:
+                self._let_go_of_tables()  # the loaded columns, before the index build
+                _release_arrow_memory()
                 if rebuild:
                     try:
+                        if not failed:  # the loaded rows out of the WAL and its buffers first
+                            self._maybe_checkpoint(force=True)
                         self._create_text_index()
                         self.set_meta(INDEX_STATE, "ready")
                     except EbbError:
@@ -739,6 +780,8 @@ class KuzuStore(KuzuVectors, GraphStore):
                         if not failed:
                             raise
                 self._maybe_checkpoint()
+                if rebuild:
+                    _release_arrow_memory()  # what the index build freed
 
     def _rows(self, query: str) -> list[list[Any]]:
         result = self._run(query)
@@ -783,8 +826,9 @@ class KuzuStore(KuzuVectors, GraphStore):
                     raise
             if begun or sealed:  # a transaction that only read leaves the WAL as it was
                 self._maybe_checkpoint()
+            self._let_go_of_tables()
 
-    def _maybe_checkpoint(self) -> None:
+    def _maybe_checkpoint(self, force: bool = False) -> None:
         """Checkpoint once the WAL passes Kùzu's usual threshold (auto-checkpoints are off)...
 
         With Kùzu's own auto-checkpoint, a checkpoint that fails (a full disk) raised from the
@@ -796,12 +840,12 @@ class KuzuStore(KuzuVectors, GraphStore):
             size = os.stat(self._path + ".wal").st_size
         except OSError:
             return
-        if size < _ROOM // 4:  # too little to be worth a checkpoint, whatever the room
+        if size < _ROOM // 4 and not force:  # too little to be worth one, whatever the room
             return
         free, need = self._room()
         # ... and sooner when room runs low, so that what a write must keep free (see _room)
         # shrinks back; never without the room the checkpoint itself needs.
-        if size and (size >= _CHECKPOINT_WAL or free < 2 * need) and free >= need:
+        if size and (force or size >= _CHECKPOINT_WAL or free < 2 * need) and free >= need:
             with suppress(StorageError):
                 self._exec("CHECKPOINT")
 
@@ -875,9 +919,18 @@ class KuzuStore(KuzuVectors, GraphStore):
                     out[i] = node_from_row(row)
         return out
 
-    def _row(self, u: str) -> dict[str, Any] | None:
+    def _row(self, u: str, *, snapshot: bool = True) -> dict[str, Any] | None:
         """A memory's stored row, recent-link list included (so recall can explain what it
-        just fetched without reading it again), from the row cache or one primary-key read."""
+        just fetched without reading it again), from the row cache or one primary-key read.
+        ``snapshot=False``: never take the row snapshot for it (a bulk read, as maintain's)."""
+        row = self._known_row(u, snapshot)
+        if row is not _UNREAD:
+            return row  # type: ignore[no-any-return]
+        return self._read_row(u)
+
+    def _known_row(self, u: str, snapshot: bool = True) -> Any:
+        """A memory's row from the in-process copies: the row, None (no such memory), or
+        ``_UNREAD`` (the table must be read)."""
         row = self._rows_cache.get(u)
         if row is not None:
             return row
@@ -886,7 +939,13 @@ class KuzuStore(KuzuVectors, GraphStore):
             o = cache.offset.get(u)
             if o is None:
                 return None  # the offsets name every memory
-            if self._snapshot and cache.base is None and self._row_reads >= _SNAPSHOT_AFTER:
+            if (
+                self._snapshot
+                and snapshot
+                and cache.base is None
+                and self._row_reads >= _SNAPSHOT_AFTER
+                and self._snapshot_fits()
+            ):
                 # This process keeps reading memories (an agent session, not one call):
                 # one scan of the table now is cheaper than ~0.7 ms per read from here on.
                 cache.attach(
@@ -897,15 +956,27 @@ class KuzuStore(KuzuVectors, GraphStore):
                     )
                 )
             row = cache.base_row(o)
-        if row is None:
-            rows = self._q(
-                f"MATCH (n:Memory {{uid: $uid}}) RETURN {_node_ret('n')}, n.recent_links",
-                {"uid": u},
-            )
-            if not rows:
-                return None
-            row = dict(zip(_ROW_KEYS, rows[0], strict=True))
-            self._row_reads += 1
+            if row is not None:
+                self._rows_cache.put(u, row)
+                return row
+        return _UNREAD
+
+    def _snapshot_fits(self) -> bool:
+        """Whether the row snapshot (~``_SNAPSHOT_ROW_BYTES`` a memory) fits in its share of the
+        memory budget (an eighth: ~530k memories at the default); past that rows are read
+        from the table as needed."""
+        return len(self._cache.offset) * _SNAPSHOT_ROW_BYTES <= self._budget // 8
+
+    def _read_row(self, u: str) -> dict[str, Any] | None:
+        """The stored row of ``u`` read from the table (one primary-key read, ~0.3-0.7 ms:
+        an ``UNWIND`` of ten keys takes Kùzu a scan, ~0.7 s at 1M), and cached."""
+        found = self._q(
+            f"MATCH (n:Memory {{uid: $uid}}) RETURN {_node_ret('n')}, n.recent_links", {"uid": u}
+        )
+        if not found:
+            return None
+        row = dict(zip(_ROW_KEYS, found[0], strict=True))
+        self._row_reads += 1
         self._rows_cache.put(u, row)
         return row
 
@@ -1314,7 +1385,8 @@ class KuzuStore(KuzuVectors, GraphStore):
                         "recent_links": recent,
                     }
                 )
-                self._run("COPY Memory FROM $t", {"t": table})
+                self._copy("Memory", table)
+                del table
             if m:
                 if not inside:
                     # Memories already stored gain links: their recent-link lists are unset,
@@ -1337,7 +1409,39 @@ class KuzuStore(KuzuVectors, GraphStore):
                         "props": col(edges["props"], pa.string()),
                     }
                 )
-                self._run("COPY Link FROM $t", {"t": table})
+                self._copy("Link", table)
+                del table
+
+    def _copy(self, name: str, table: Any) -> None:
+        """``COPY name FROM`` an Arrow table whose columns are the table's, in order.
+
+        A large table goes through a Parquet file beside the store, deleted after: Kùzu's
+        connection keeps every Arrow table passed to it until the transaction is over (see
+        _let_go_of_tables), and an import's tables are ~0.9 GB at a million memories."""
+        folder = self._folder
+        if table.num_rows < _COPY_VIA_FILE or any(c in folder for c in "'\\\n"):
+            self._run(f"COPY {name} FROM $t", {"t": table})
+            return
+        import pyarrow.parquet as pq
+
+        fd, path = tempfile.mkstemp(prefix=self._copy_prefix(), suffix=".parquet", dir=folder)
+        os.close(fd)
+        try:
+            pq.write_table(table, path)
+            self._run(f"COPY {name} FROM '{path}'")
+        finally:
+            with suppress(OSError):
+                os.unlink(path)
+
+    def _copy_prefix(self) -> str:
+        return f".{Path(self._path).name}.copy-"
+
+    def _remove_copy_files(self) -> None:
+        """Parquet files a killed bulk load of this store left (only the holder of the store's
+        lock writes them, and this process holds it)."""
+        for leftover in Path(self._folder).glob(f"{glob.escape(self._copy_prefix())}*.parquet"):
+            with suppress(OSError):
+                leftover.unlink()
 
     # -- edges ---------------------------------------------------------------------------------
     def upsert_edges(self, edges: Sequence[Edge]) -> None:
@@ -1460,8 +1564,12 @@ class KuzuStore(KuzuVectors, GraphStore):
             out: list[tuple[float, Link]] = []
             prefix, frozen = f"{namespace}{SEP}", int(Tier.FROZEN)
             found: list[tuple[str, list[list[Any]]]] = []
-            for i in dict.fromkeys(ids):
-                row = self._row(prefix + i)
+            wanted = list(dict.fromkeys(ids))
+            # a recall asks for a few dozen; maintain for every memory about to freeze (~12k
+            # at 1M): past the snapshot's share of the budget, read one by one
+            bulk = len(wanted) > _SNAPSHOT_AFTER and not self._snapshot_fits()
+            for i in wanted:
+                row = self._row(prefix + i, snapshot=not bulk)
                 if row is None:
                     continue
                 raw = row["recent_links"]
@@ -1771,6 +1879,22 @@ class KuzuStore(KuzuVectors, GraphStore):
         *,
         spreading: str = "default",
     ) -> int:
+        scanned = self._recompute_keys(
+            namespace, epoch_us, half_life_us, read_bonus, spread, spreading=spreading
+        )
+        _release_arrow_memory()  # the pass's columns (~0.5 GB at 1M), before the re-tiering
+        return scanned
+
+    def _recompute_keys(
+        self,
+        namespace: str,
+        epoch_us: int,
+        half_life_us: float,
+        read_bonus: float,
+        spread: float,
+        *,
+        spreading: str,
+    ) -> int:
         # A vectorised pass: read the namespace's edges as Arrow, score with the same pure
         # functions in numpy, write base/key/degree back with one LOAD FROM. (The same sums as
         # Cypher aggregations took ~6 s at 100k memories / 500k edges; this takes well under 1.)
@@ -1995,7 +2119,10 @@ class KuzuStore(KuzuVectors, GraphStore):
             for ns, seq in zip(columns["ns"], columns["seq"], strict=True):
                 last[ns] = max(last.get(ns, 0), seq)
             for ns, seq in last.items():
-                if seq > self.last_audit_seq(ns):
+                # >=: with no value kept yet, last_audit_seq reads max(seq) from the log,
+                # which holds these entries already (with > the value was never kept, and
+                # every audit entry scanned the log: ~20-80 ms at 1M entries)
+                if seq >= self.last_audit_seq(ns):
                     self.set_meta(f"audit_seq:{ns}", str(seq))
 
     def audit_log(
@@ -2045,9 +2172,70 @@ class KuzuStore(KuzuVectors, GraphStore):
 
 
 _ROW_KEYS = (*NODE_PROPERTIES, "recent_links")
+_COPY_VIA_FILE = 200_000  # rows from which a bulk load goes through a Parquet file
+_HELD_MAX = 64 << 20  # Arrow bytes a connection may keep before it is replaced
 _SNAPSHOT_AFTER = 64  # rows read one by one before the recall snapshot is taken
+_SNAPSHOT_ROW_BYTES = 600  # the row snapshot's size per memory (measured ~0.5 KB; see attach)
+_UNREAD = object()  # see _known_row
 _COLD_CALLS = 16  # most lookups answered by queries before the recall columns are built
 _OFF = ("0", "false", "no", "off")
+
+DEFAULT_MEMORY_BUDGET = 5 << 29
+"""An embedded store's memory budget by default (2.5 GiB): see :func:`memory_budget_from_env`."""
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_memory_budget(raw: str, field: str = "EBB_MEMORY_BUDGET") -> int:
+    """Bytes from ``"3G"``, ``"512M"``, ``"1.5g"``, ``"800MiB"`` or a plain number of bytes."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", raw.lower())
+    value = float(m.group(1)) * _UNITS[m.group(2)] if m else 0.0
+    if value < _MIN_BUDGET:
+        raise InvalidInput(
+            f"{field}={raw!r} is not a memory size of at least {_MIN_BUDGET >> 20} MiB: give "
+            "bytes or a number with K, M or G (e.g. 2G, 512M)",
+            field=field,
+        )
+    return int(value)
+
+
+def memory_budget_from_env() -> int:
+    """The memory budget of an embedded store: ``EBB_MEMORY_BUDGET`` (e.g. ``3G``, ``512M``),
+    else :data:`DEFAULT_MEMORY_BUDGET`.
+
+    60% goes to Kùzu's buffer pool (its page cache: Kùzu's own default is 80% of the
+    machine's memory, which a large store fills), the rest to this process: the recall
+    columns (~0.3 KB a memory: ids, offsets, tiers, keys) always, the row snapshot (~0.5 KB a
+    memory) only while it fits in an eighth of the budget. Past that recall reads the rows it
+    needs from the table, one primary-key read each (~0.3 ms): the store works at any size,
+    only slower.
+    """
+    raw = os.environ.get("EBB_MEMORY_BUDGET", "").strip()
+    return parse_memory_budget(raw) if raw else DEFAULT_MEMORY_BUDGET
+
+
+_MIN_BUDGET = 64 << 20
+
+
+def _release_arrow_memory() -> None:
+    """Hand freed memory back to the system: Arrow's allocator and the C library's keep freed
+    pages for reuse (after a 1M-memory import the process held 2.3 GB, 1.2 GB once they let
+    go), which a large store's next pass would add to."""
+    import sys
+
+    pa = sys.modules.get("pyarrow")
+    if pa is not None:
+        pa.default_memory_pool().release_unused()
+    if sys.platform.startswith("linux"):
+        with suppress(OSError, AttributeError):
+            import ctypes
+
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _buffer_pool(budget: int) -> int:
+    return max(budget * 3 // 5, 32 << 20)
+
+
 _DELTA_OF = {"base_key": "base_delta", "degree": "degree_delta", "key": "key_delta"}
 _PREPARED_MAX = 512  # prepared statements kept (one per query text)
 _CHECKPOINT_WAL = 16 << 20  # WAL bytes that trigger a checkpoint (Kùzu's default threshold)
@@ -2099,7 +2287,8 @@ def _column_value(column: str, fields: Mapping[str, Any]) -> Any:
 
 def _recent_link_lists(nodes: Any, edges: Any, offsets: Any) -> Any:
     """Every memory's list of its most recently reinforced links, as one Arrow list column in
-    ``nodes`` row order, built without a Python loop over edges."""
+    ``nodes`` row order, built without a Python loop over edges (the strings in slices of
+    memories: at 1M memories and 5M links, all at once took ~1 GB more at its peak)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -2109,33 +2298,46 @@ def _recent_link_lists(nodes: Any, edges: Any, offsets: Any) -> Any:
     pos = np.full(size, -1, np.int64)
     pos[offsets] = np.arange(n)
     src, dst = edges["a"].to_numpy(), edges["b"].to_numpy()
+    m = len(src)
     me = pos[np.concatenate([src, dst])]
-    other = pos[np.concatenate([dst, src])]
-    t = np.tile(edges["t"].to_numpy(), 2)
-    order = np.lexsort((-t, me))
+    t = edges["t"].to_numpy()
+    order = np.lexsort((-np.concatenate([t, t]), me))
     grouped = me[order]
+    del me
     starts = np.r_[0, np.flatnonzero(np.diff(grouped)) + 1] if len(order) else np.zeros(0, int)
     rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
-    keep = order[rank < RECENT_LINKS]
-    m = len(src)
+    keep = order[rank < RECENT_LINKS]  # entries of the doubled edge list, by memory
+    owner = grouped[rank < RECENT_LINKS]
+    del order, grouped, rank, starts
+    edge = keep % m if m else keep  # the link of each kept entry...
+    outgoing = keep < m  # ...and which end the memory is
+    other = pos[np.where(outgoing, dst[edge], src[edge])]
+    del keep, pos
     ids = nodes["i"].combine_chunks() if hasattr(nodes["i"], "combine_chunks") else nodes["i"]
-    kinds = pa.concat_arrays([edges["k"].combine_chunks()] * 2)
-    weights = pa.array(np.tile(edges["w"].to_numpy(), 2))
-    outs = pa.array(np.r_[np.ones(m, np.int64), np.zeros(m, np.int64)])
-    take = pa.array(keep)
-    entries = pc.binary_join_element_wise(
-        pc.take(ids, pa.array(other[keep])),
-        pc.take(kinds, take),
-        pc.cast(pc.take(outs, take), pa.string()),
-        pc.cast(pc.take(weights, take), pa.string()),
-        pc.cast(pa.array(t[keep]), pa.string()),
-        SEP,
-    )
-    counts = np.bincount(me[keep], minlength=n)
-    list_offsets = pa.array(np.r_[0, np.cumsum(counts)].astype(np.int32))
-    # One string per memory: Kùzu commits a bulk update of 100k list values ~20x slower
-    # than of 100k strings.
-    return pc.binary_join(pa.ListArray.from_arrays(list_offsets, entries), LINK_SEP)
+    kinds = edges["k"].combine_chunks() if hasattr(edges["k"], "combine_chunks") else edges["k"]
+    weights = edges["w"].to_numpy()
+    counts = np.bincount(owner, minlength=n)
+    bounds = np.r_[0, np.cumsum(counts)]
+    pieces = []
+    step = 100_000
+    for lo in range(0, n, step):
+        a, b = int(bounds[lo]), int(bounds[min(lo + step, n)])
+        e = edge[a:b]
+        entries = pc.binary_join_element_wise(
+            pc.take(ids, pa.array(other[a:b])),
+            pc.take(kinds, pa.array(e)),
+            pc.cast(pa.array(outgoing[a:b].astype(np.int64)), pa.string()),
+            pc.cast(pa.array(weights[e]), pa.string()),
+            pc.cast(pa.array(t[e]), pa.string()),
+            SEP,
+        )
+        list_offsets = pa.array((bounds[lo : min(lo + step, n) + 1] - a).astype(np.int32))
+        # One string per memory: Kùzu commits a bulk update of 100k list values ~20x slower
+        # than of 100k strings.
+        pieces.append(pc.binary_join(pa.ListArray.from_arrays(list_offsets, entries), LINK_SEP))
+    if not pieces:
+        return pa.array([], pa.string())
+    return pa.concat_arrays(pieces)
 
 
 def _encode_links(links: list[list[Any]]) -> str:
@@ -2178,7 +2380,7 @@ _HANDOVER_TRIES = 5
 """Attempts at opening while another process may be closing the store (see _open_database)."""
 
 
-def _open_database(kuzu: Any, path: str, read_only: bool) -> Any:
+def _open_database(kuzu: Any, path: str, read_only: bool, buffer_pool: int) -> Any:
     """``kuzu.Database`` on ``path``, tried again briefly when it trips over the write-ahead log
     (or shadow file) of another process that is closing the store just then.
 
@@ -2187,63 +2389,22 @@ def _open_database(kuzu: Any, path: str, read_only: bool) -> Any:
     ... .wal", "Reading past the end of the file ... .wal with size 0"). Seen about once in a
     hundred hand-overs between ``ebb mcp`` and an ``ebb`` command, more often the faster opening
     is. A log that is really damaged fails every attempt and is reported as before.
+
+    ``buffer_pool`` is Kùzu's page cache (see :func:`memory_budget_from_env`): Kùzu's own
+    default, 80 % of the machine's memory, also cost every open ~85 ms and every close ~5 ms
+    on a 23 GB machine (135 ms to open a 1k store against 49 ms with 4 GiB).
     """
     logs = (path + ".wal", path + ".shadow")
     for attempt in range(_HANDOVER_TRIES):
         try:
             return kuzu.Database(
-                path,
-                read_only=read_only,
-                auto_checkpoint=False,
-                buffer_pool_size=buffer_pool_bytes(path),
+                path, read_only=read_only, auto_checkpoint=False, buffer_pool_size=buffer_pool
             )
         except RuntimeError as exc:
             if attempt + 1 == _HANDOVER_TRIES or not any(f in str(exc) for f in logs):
                 raise
             time.sleep(0.05 * (attempt + 1))
     raise AssertionError("unreachable")
-
-
-BUFFER_POOL_CAP = 4 << 30
-"""Default buffer pool ceiling: 4 GiB, or twice the store's size on disk if that is more."""
-
-
-def buffer_pool_bytes(path: str) -> int:
-    """The page cache Kùzu gets for the store at ``path`` (0: Kùzu's own default).
-
-    Kùzu's default is 80 % of the machine's memory, and setting up (and tearing down) that
-    much costs every open about 85 ms and every close about 5 ms on a 23 GB machine (measured
-    on a 1k store: 135 ms to open against 49 ms with 4 GiB), which a one-shot ``ebb`` command
-    and a server re-opening after letting go of the store pay each time. So the default is
-    ``max(4 GiB, 2 × the store's files)`` (never more than Kùzu's own); ``EBB_KUZU_BUFFER_POOL_MB``
-    sets it (``0``: Kùzu's default).
-    """
-    raw = os.environ.get("EBB_KUZU_BUFFER_POOL_MB", "").strip()
-    if raw:
-        try:
-            mb = int(raw)
-        except ValueError:
-            raise InvalidInput(
-                f"EBB_KUZU_BUFFER_POOL_MB must be a whole number of MiB (0: Kùzu's default), "
-                f"got {raw!r}",
-                field="EBB_KUZU_BUFFER_POOL_MB",
-            ) from None
-        if mb < 0:
-            raise InvalidInput(
-                f"EBB_KUZU_BUFFER_POOL_MB must be 0 or more, got {mb}",
-                field="EBB_KUZU_BUFFER_POOL_MB",
-            )
-        return mb << 20
-    size = 0
-    for suffix in ("", ".wal"):
-        with suppress(OSError):
-            size += os.path.getsize(path + suffix)
-    try:
-        kuzu_default = int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 0.8)
-    except (ValueError, OSError, AttributeError):
-        return 0
-    wanted = max(BUFFER_POOL_CAP, 2 * size)
-    return 0 if wanted >= kuzu_default else wanted
 
 
 def _room_for(path: str, folder: str, extra: int = 0) -> tuple[int, int]:
@@ -2300,6 +2461,14 @@ def storage_error(exc: BaseException, path: str, doing: str = "") -> StorageErro
             f"{what}: the disk is full ({msg}); the write that hit it was not stored. Free "
             "some space (or raise the file-size limit) and retry: the store opens again once "
             "there is room",
+            path=path,
+        )
+    if "buffer pool is full" in low:
+        return StorageError(
+            f"{what}: the memory budget is too small for this operation on a store this size "
+            f"({msg}). Raise EBB_MEMORY_BUDGET (e.g. 4G; the default is "
+            f"{DEFAULT_MEMORY_BUDGET / (1 << 30):g}G) and retry: what was committed before is "
+            "kept, and a text index left unbuilt is built when the store is next opened",
             path=path,
         )
     return StorageError(
