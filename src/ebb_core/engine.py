@@ -1998,6 +1998,12 @@ class Brain:
                 else:
                     self._recompute(ns)
 
+        # What the vectors step needs once the import has committed (the columns are let go).
+        to_embed = (
+            {c: node_cols[c] for c in ("namespace", "id", "text")}
+            if carried or self._s.embedder is not None
+            else None
+        )
         gate, committed = _InterruptGate(), False
         try:
             with gate, self._s.lock, self._s.store.bulk_load(n_nodes):
@@ -2016,8 +2022,8 @@ class Brain:
             if committed:
                 raise CommittedInterrupt(counts) from None
             raise
-        if carried or self._s.embedder is not None:
-            counts["vectors"] = self._import_vectors(node_cols, carried)
+        if to_embed is not None:
+            counts["vectors"] = self._import_vectors(to_embed, carried)
             self.last_import = counts
         return counts
 
