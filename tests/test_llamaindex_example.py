@@ -42,7 +42,9 @@ def test_example_learns_in_one_session_and_answers_in_the_next(tmp_path: Path) -
         assert fact.text == "Acme renews its contract on March 14."
         messages = {n.text: n for n in brain.top(50, kinds=["message"])}
         dana = messages["Hi, I'm Dana and I look after the Acme account."]
-        assert dana.props == {"role": "user", "session_id": "session-1"}
+        # the session's transcript: message:<session>:<n>, as LangChain's history writes it
+        assert dana.props == {"role": "user", "session_id": "session-1", "index": 0}
+        assert dana.id == "message:session-1:000000"
         [reply] = brain.neighbors(dana.id)
         assert (reply.edge.kind, reply.edge.dst) == ("follows", dana.id)
         mentions = {n.edge.src for n in brain.neighbors(fact.id) if n.edge.kind == "mentions"}
