@@ -2403,15 +2403,15 @@ def _split_vectors(
     return b"\n".join(kept) + b"\n", carried
 
 
-def _file_contains(path: Path, needle: bytes, chunk: int = 1 << 24) -> bool:
-    """Whether ``needle`` occurs in the file, read in pieces (overlapping by the needle)."""
-    tail = b""
+def _file_contains(path: Path, needle: bytes) -> bool:
+    """Whether ``needle`` occurs in the file (mapped, not read: ~0.07 s for 150 MB)."""
+    import mmap
+
     with open(path, "rb") as fh:
-        while piece := fh.read(chunk):
-            if needle in tail + piece:
-                return True
-            tail = piece[-len(needle) :]
-    return False
+        if os.fstat(fh.fileno()).st_size == 0:
+            return False
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            return mapped.find(needle) >= 0
 
 
 def _check_header(line: str) -> None:
