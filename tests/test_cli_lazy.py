@@ -1,7 +1,8 @@
 """`ebb` loads only what a command uses: `--help` neither pydantic nor the storage engine,
 `--json` commands not rich, and no command but `ebb mcp` the MCP server module.
 
-Wall-time figures are measured outside the suite (README, "A quick command line").
+Wall-time figures are measured outside the suite (docs/benchmarks.md, "Command line: start-up
+and one-shot recall").
 """
 
 from __future__ import annotations
