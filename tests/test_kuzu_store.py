@@ -598,3 +598,47 @@ def test_a_full_buffer_pool_is_reported_as_a_budget_to_raise() -> None:
     assert isinstance(err, StorageError)
     assert "EBB_MEMORY_BUDGET" in str(err) and "/data/mem.kuzu" in str(err)
     assert "repair" not in str(err)  # nothing is damaged: more memory, not a repair
+
+
+def test_a_log_gone_by_the_retried_open_does_not_rebuild_the_text_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hand-over: the store is opened while another process is still removing its log. The
+    first attempt trips over the log; by the retry the log is gone, Kùzu replayed nothing, and
+    the (slow, on a large store) text-index rebuild that a real recovery needs is not done."""
+    import kuzu
+
+    from ebb_core import kuzu_store
+
+    db = tmp_path / "s.kuzu"
+    with Brain.open(db, backend="kuzu") as brain:
+        brain.remember("lantern harbour note", id="note:a")
+    wal = Path(f"{db}.wal")
+    wal.write_bytes(b"\0" * 64)  # the closing process's log, seen before the first attempt
+
+    class HandOver:
+        attempts = 0
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(kuzu, name)
+
+        def Database(self, path: str, **kwargs: object) -> object:
+            HandOver.attempts += 1
+            if HandOver.attempts == 1:
+                wal.unlink()  # ... which that process removes as this one tries
+                raise RuntimeError(f"IO exception: Error removing {path}.wal")
+            return kuzu.Database(path, **kwargs)
+
+    forced: list[bool] = []
+    ensure = KuzuStore._ensure_text_index
+
+    def spy(self: KuzuStore, *, force: bool = False) -> bool:
+        forced.append(force)
+        return ensure(self, force=force)
+
+    monkeypatch.setattr(kuzu_store._kuzu, "load", HandOver)
+    monkeypatch.setattr(KuzuStore, "_ensure_text_index", spy)
+    with Brain.open(db, backend="kuzu") as brain:
+        assert [h.id for h in brain.recall("lantern")] == ["note:a"]
+    assert HandOver.attempts == 2
+    assert forced[:1] == [False]
