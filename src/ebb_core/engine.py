@@ -530,56 +530,7 @@ class Brain:
         ... # doctest: +SKIP
         """
         text = validate_text(text)
-        store = self._s.store
-        vec = self._embed([text])
-        stale = False
-        # text changed with no embedder at hand: its old vector would mislead recall
-        if (
-            vec is None
-            and id is not None
-            and store.supports_vectors
-            and store.get_meta(META_MODEL) is not None
-        ):
-            old = store.get_nodes(self._ns, [validate_id(id)]).get(id)
-            stale = old is not None and old.text != text
-        node = self._remember(
-            text,
-            kind=kind,
-            id=id,
-            props=props,
-            links=links,
-            link_kind=link_kind,
-            weight=weight,
-            pinned=pinned,
-            at=at,
-            supersedes=supersedes,
-            actor=actor,
-        )
-        if vec is not None:
-            with self._s.lock:
-                store.put_vectors(self._ns, [node.id], vec)
-        elif stale:
-            with self._s.lock:
-                store.delete_vectors(self._ns, [node.id])
-        return node
-
-    def _remember(
-        self,
-        text: str,
-        *,
-        kind: str | None = None,
-        id: str | None = None,
-        props: Mapping[str, Any] | None = None,
-        links: Iterable[str] = (),
-        link_kind: str = "related",
-        weight: float = 1.0,
-        pinned: bool = False,
-        at: datetime | None = None,
-        supersedes: Iterable[str] = (),
-        actor: str = "agent",
-    ) -> Node:
-        """:meth:`remember` without the embedding."""
-        text = validate_text(text)
+        vec = self._embed([text])  # outside the store's lock: the slow part
         kind = validate_kind(kind) if kind is not None else None
         validate_weight(weight)
         clean_props = validate_props(props) if props is not None else None
@@ -601,6 +552,14 @@ class Brain:
             if id in old_ids:
                 raise InvalidInput(f"memory {id!r} cannot supersede itself", field="supersedes")
             existing = None if generated else self._s.store.get_nodes(self._ns, [id]).get(id)
+            # text changed with no embedder at hand: its old vector would mislead recall
+            stale = (
+                vec is None
+                and existing is not None
+                and existing.text != text
+                and self._s.store.supports_vectors
+                and self._s.store.get_meta(META_MODEL) is not None
+            )
             if existing is not None and existing.tier == Tier.FROZEN:
                 raise InvalidInput(
                     f"memory {id!r} is in the review queue: restore it first to change it",
@@ -688,24 +647,31 @@ class Brain:
                 self._s.store.write_event(
                     self._ns, new_nodes=[node], changes=changes, new_edges=new_edges, final=True
                 )
-                return node
-            self._s.store.adjust(self._ns, changes)
-            self._s.store.insert_edges(new_edges)
-            self._s.store.upsert_edges([new for _, new in changed])
-            if existing is not None and existing.tier != Tier.HOT:
-                self._audit(
-                    [
-                        {
-                            "action": "promote",
-                            "node_id": id,
-                            "from_tier": existing.tier,
-                            "to_tier": Tier.HOT,
-                            "reason": "rewritten",
-                        }
-                    ]
-                )
-            self._promote({id: node}, keys)
-            return self._s.store.get_nodes(self._ns, [id])[id]
+            else:
+                self._s.store.adjust(self._ns, changes)
+                self._s.store.insert_edges(new_edges)
+                self._s.store.upsert_edges([new for _, new in changed])
+                if existing.tier != Tier.HOT:
+                    self._audit(
+                        [
+                            {
+                                "action": "promote",
+                                "node_id": id,
+                                "from_tier": existing.tier,
+                                "to_tier": Tier.HOT,
+                                "reason": "rewritten",
+                            }
+                        ]
+                    )
+                self._promote({id: node}, keys)
+                node = self._s.store.get_nodes(self._ns, [id])[id]
+        if vec is not None:
+            with self._s.lock:
+                self._s.store.put_vectors(self._ns, [node.id], vec)
+        elif stale:
+            with self._s.lock:
+                self._s.store.delete_vectors(self._ns, [node.id])
+        return node
 
     def _revision(self, old: Node, actor: str) -> dict[str, Any]:
         """The audit entry keeping ``old`` (text, kind, props) as a version when it changes."""
