@@ -27,7 +27,6 @@ pytest.importorskip("mcp")
 from mcp import Client, StdioServerParameters
 
 from ebb_core import Brain
-from ebb_core.engine import has_visible_chars, validate_id, validate_namespace, validate_text
 from ebb_core.errors import InvalidInput, NotFound
 from ebb_core.mcp_wire import (
     _SURROGATE,
@@ -37,6 +36,7 @@ from ebb_core.mcp_wire import (
     WIRE_ERROR_KEY,
     answer_for,
 )
+from ebb_core.validation import has_visible_chars, validate_id, validate_namespace, validate_text
 from test_mcp_e2e import NS, call, cli, ebb_argv, error_of, store_env
 
 INIT = {

@@ -29,8 +29,6 @@ from .clock import Clock, SystemClock, as_utc, from_us, to_us
 from .embeddings import META_DIM, META_MODEL, Embedder, EmbedderError
 from .errors import EbbError, InvalidInput, NotFound
 from .model import (
-    MAX_ID_LEN,
-    MAX_TEXT_LEN,
     AuditEntry,
     Edge,
     LiveLink,
@@ -43,15 +41,27 @@ from .model import (
     Tier,
     Version,
     Why,
-    has_control_chars,
-    has_visible_chars,
-    id_problem,
-    is_valid_kind,
     slugify,
 )
 from .scoring import Config
 from .store import SUPERSEDES, Adjustment, GraphStore, Link, Match, TierMove
 from .text import STOP_WORDS, matched_terms, query_terms, stem, words
+from .validation import (  # the validate_* names are imported from here too
+    MAX_ID_LEN,
+    MAX_K,
+    MAX_TEXT_LEN,
+    _encodable,
+    is_valid_kind,
+    validate_actor,
+    validate_id,
+    validate_k,
+    validate_kind,
+    validate_namespace,
+    validate_props,
+    validate_reason,
+    validate_text,
+    validate_weight,
+)
 
 Progress = Callable[[int, int], None]
 """A progress callback: ``(done, total)``."""
@@ -60,8 +70,6 @@ EXPORT_FORMAT = "ebb-export"
 VECTOR_RECORD = "vector"
 EXPORT_VERSION = 1
 DEFAULT_NAMESPACE = "default"
-MAX_K = 1000
-MAX_NAMESPACE_LEN = 200
 
 
 @dataclass
@@ -2461,143 +2469,6 @@ def _parse_lines(
                 f"line {lineno} of the import is not valid: {exc}", field="src"
             ) from None
     return node_cols, edge_cols, audits
-
-
-# -- validation --------------------------------------------------------------------------------
-def _encodable(value: str, field: str) -> str:
-    """Refuse strings that cannot be stored as UTF-8 (lone surrogates from broken decoders)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput(
-            f"{field} contains characters that are not valid Unicode text (a lone surrogate)",
-            field=field,
-        ) from None
-    return value
-
-
-def _refuse_invisible(value: str, field: str, what: str, hint: str) -> None:
-    if has_visible_chars(value):
-        return
-    shown = " ".join(f"U+{ord(c):04X}" for c in value[:6]) + (" ..." if len(value) > 6 else "")
-    raise InvalidInput(
-        f"{what} has no visible characters (only {shown}: zero-width, format or "
-        f"non-characters such as U+200B, U+FEFF, U+FFFF); {hint}",
-        field=field,
-    )
-
-
-def validate_namespace(namespace: str) -> str:
-    if isinstance(namespace, str):
-        _encodable(namespace, "namespace")
-    if not isinstance(namespace, str) or not namespace.strip():
-        raise InvalidInput("namespace must be a non-empty string", field="namespace")
-    _refuse_invisible(namespace, "namespace", "namespace", "use a name like 'alice'")
-    if len(namespace) > MAX_NAMESPACE_LEN or has_control_chars(namespace):
-        raise InvalidInput(
-            f"namespace must be at most {MAX_NAMESPACE_LEN} characters without control characters",
-            field="namespace",
-        )
-    return namespace
-
-
-def validate_id(id: str, *, existing: bool = False) -> str:
-    """Refuse ids that are not text, too long, or (for a new id) without a visible character.
-
-    ``existing=True`` is for looking a memory up: one stored before ids had to show (an old
-    store) can still be read, forgotten and approved.
-    """
-    if isinstance(id, str):
-        _encodable(id, "id")
-    if not isinstance(id, str) or not id.strip():
-        raise InvalidInput("a memory id must be a non-empty string like 'kind:slug'", field="id")
-    if len(id) > MAX_ID_LEN or has_control_chars(id):
-        raise InvalidInput(
-            f"memory id {id[:40]!r}... must be at most {MAX_ID_LEN} characters without control "
-            "characters",
-            field="id",
-        )
-    problem = None if existing else id_problem(id)  # lookups stay lenient: old stores
-    if problem:
-        raise InvalidInput(problem, field="id")
-    return id
-
-
-def validate_text(text: str) -> str:
-    if not isinstance(text, str):
-        raise InvalidInput(f"text must be a string, got {type(text).__name__}", field="text")
-    if not text.strip():
-        raise InvalidInput("text is empty: a memory needs some text", field="text")
-    _refuse_invisible(text, "text", "text", "a memory needs some text")
-    if len(text) > MAX_TEXT_LEN:
-        raise InvalidInput(
-            f"text is {len(text):,} characters; the limit is {MAX_TEXT_LEN:,}: split it into "
-            "several memories and connect them",
-            field="text",
-        )
-    if "\x00" in text:
-        raise InvalidInput("text contains a NUL character", field="text")
-    return _encodable(text, "text")
-
-
-def validate_kind(kind: str, field: str = "kind") -> str:
-    if not isinstance(kind, str) or not is_valid_kind(kind):
-        raise InvalidInput(
-            f"{field} {kind!r} must be lowercase letters, digits, '-' or '_', starting with a "
-            "letter, at most 40 characters (e.g. 'note', 'decision')",
-            field=field,
-        )
-    return kind
-
-
-def validate_weight(weight: float) -> float:
-    if (
-        isinstance(weight, bool)
-        or not isinstance(weight, (int, float))
-        or not (math.isfinite(weight) and 0 < weight <= 1000)
-    ):
-        raise InvalidInput(f"weight must be a number in (0, 1000], got {weight!r}", field="weight")
-    return float(weight)
-
-
-def validate_k(k: int, field: str = "k", upper: int = MAX_K) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= upper:
-        raise InvalidInput(f"{field} must be an integer from 1 to {upper}, got {k!r}", field=field)
-    return k
-
-
-def validate_actor(actor: str) -> str:
-    if not isinstance(actor, str) or not actor.strip() or len(actor) > 200:
-        raise InvalidInput("actor must name who acts, at most 200 characters", field="actor")
-    return _encodable(actor.strip(), "actor")
-
-
-def validate_reason(reason: str) -> str:
-    if not isinstance(reason, str):
-        raise InvalidInput("reason must be a string", field="reason")
-    if len(reason) > 2000:
-        raise InvalidInput("reason is longer than 2,000 characters", field="reason")
-    return _encodable(reason, "reason")
-
-
-def validate_props(props: Mapping[str, Any] | None) -> dict[str, Any]:
-    if props is None:
-        return {}
-    if not isinstance(props, Mapping):
-        raise InvalidInput("props must be a mapping of JSON values", field="props")
-    try:
-        encoded = json.dumps(dict(props), sort_keys=True, allow_nan=False, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"props must be JSON-serialisable: {exc}", field="props") from None
-    _encodable(encoded, "props")
-    if len(encoded) > MAX_TEXT_LEN:
-        raise InvalidInput(
-            f"props are larger than {MAX_TEXT_LEN:,} characters as JSON: keep large text in "
-            "the memory's text, or split it",
-            field="props",
-        )
-    result: dict[str, Any] = json.loads(encoded)
-    return result
 
 
 def _opt_us(when: datetime | None) -> int | None:

@@ -50,7 +50,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from .errors import InvalidInput
-from .model import MAX_ID_LEN, MAX_TEXT_LEN, Tier, has_visible_chars, id_problem
+from .model import Tier
+from .validation import MAX_ID_LEN, MAX_TEXT_LEN, has_visible_chars, id_problem
 
 if TYPE_CHECKING:
     from .engine import Brain
@@ -419,7 +420,7 @@ def ingest(
     a single file that cannot be ingested (nothing is written then). In a folder, a bad file is
     listed in the report's ``skipped`` (``problems``) and the others go in.
     """
-    from .engine import validate_kind
+    from .validation import validate_kind
 
     if by not in BY_CHOICES:
         raise InvalidInput(f"by must be 'file' or 'section', got {by!r}", field="by")

@@ -10,6 +10,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+# The limits and checks live in .validation; imported here for the code that reads them from here.
+from .validation import (  # noqa: F401
+    MAX_ID_LEN,
+    MAX_TEXT_LEN,
+    has_control_chars,
+    has_visible_chars,
+    id_problem,
+    is_valid_kind,
+)
+
 
 class Tier(IntEnum):
     """Archive tiers: recall sees hot by default, warm on request, cold when asked, frozen never."""
@@ -229,10 +239,6 @@ class MaintainReport(_Model):
 
 
 _SLUG_STRIP = re.compile(r"[\W_]+", re.UNICODE)
-_KIND_RE = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-MAX_ID_LEN = 200
-MAX_TEXT_LEN = 200_000
 
 
 def slugify(text: str, max_words: int = 6, max_len: int = 48) -> str:
@@ -242,54 +248,3 @@ def slugify(text: str, max_words: int = 6, max_len: int = 48) -> str:
     words = [w for w in _SLUG_STRIP.split(folded.lower()) if w][:max_words]
     slug = "-".join(words)[:max_len].strip("-")
     return slug or "memory"
-
-
-def is_valid_kind(kind: str) -> bool:
-    return bool(_KIND_RE.match(kind))
-
-
-def has_control_chars(value: str) -> bool:
-    return bool(_CONTROL.search(value))
-
-
-# Characters that draw nothing: separators, controls, format characters (zero-width space and
-# joiners, the byte-order mark, bidi marks), combining marks with nothing to combine with, the
-# Hangul fillers and the blank Braille pattern. With the non-characters (U+FDD0..U+FDEF and the
-# last two code points of every plane) they cannot make a memory's id or text on their own.
-_BLANK_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zs", "Zl", "Zp", "Mn", "Me"})
-_BLANK_CHARS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
-
-
-def _is_noncharacter(ch: str) -> bool:
-    code = ord(ch)
-    return 0xFDD0 <= code <= 0xFDEF or (code & 0xFFFE) == 0xFFFE
-
-
-def has_visible_chars(value: str) -> bool:
-    """Whether ``value`` has at least one character that shows (stops at the first)."""
-    for ch in value:
-        if ch.isspace() or ch in _BLANK_CHARS or _is_noncharacter(ch):
-            continue
-        if unicodedata.category(ch) in _BLANK_CATEGORIES:
-            continue
-        return True
-    return False
-
-
-def id_problem(id: str) -> str | None:
-    """Why ``id`` cannot be a memory id (``None`` when it can): the one rule every interface
-    (API, CLI, MCP, adapters, import) applies. Ids look like ``kind:slug``: no whitespace, and at
-    least one visible character (not only zero-width, format or non-characters)."""
-    if not has_visible_chars(id):
-        shown = " ".join(f"U+{ord(c):04X}" for c in id[:6]) + (" ..." if len(id) > 6 else "")
-        return (
-            f"memory id has no visible characters (only {shown}: zero-width, format or "
-            "non-characters such as U+200B, U+FEFF, U+FFFF): ids look like 'kind:slug'"
-        )
-    if any(c.isspace() or unicodedata.category(c) in ("Zs", "Zl", "Zp") for c in id):
-        hint = "-".join(id.split())
-        return (
-            f"memory id {id[:60]!r} contains whitespace: ids look like 'kind:slug', with '-' "
-            f"between words (e.g. {hint[:60]!r})"
-        )
-    return None

@@ -15,14 +15,17 @@ from datetime import datetime
 from typing import Any
 
 from .clock import from_us, to_us
-from .model import (
+from .model import Node, Tier
+from .validation import (
+    CONTROL_PATTERN,
+    KIND_PATTERN,
     MAX_ID_LEN,
     MAX_TEXT_LEN,
-    Node,
-    Tier,
+    MAX_WEIGHT,
     has_control_chars,
     id_problem,
     is_valid_kind,
+    validate_weight,
 )
 
 #: Columns of :meth:`GraphStore.bulk_insert` node batches (times in µs, props as JSON text).
@@ -144,9 +147,7 @@ def add_edge(cols: Columns, rec: dict[str, Any], namespace: str | None) -> tuple
     kind = rec.get("kind", "related")
     if not isinstance(kind, str) or not is_valid_kind(kind):
         raise ValueError(f"kind {kind!r} is not a valid kind")
-    weight = rec.get("weight", 1.0)
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight <= 1000:
-        raise ValueError(f"weight must be a number in (0, 1000], got {weight!r}")
+    weight = validate_weight(rec.get("weight", 1.0))
     ns = namespace or _str(rec, "namespace")
     src, dst = _str(rec, "src"), _str(rec, "dst")
     if src == dst:
@@ -272,7 +273,7 @@ def read_columns(
         if not pc.all(pc.fill_null(ok, False)).as_py():
             raise SlowPath("invalid value")
 
-    kind_re, ctrl_re = r"^[a-z][a-z0-9_-]{0,39}$", r"[\x00-\x1f\x7f]"
+    kind_re, ctrl_re = KIND_PATTERN, CONTROL_PATTERN  # the rules of .validation, in Arrow
     n = nodes.num_rows
     ns_nodes = pa.array([namespace] * n, pa.string()) if namespace else nodes["namespace"]
     if n:
@@ -299,7 +300,7 @@ def read_columns(
             require(pc.is_valid(ns_edges))
         require(pc.match_substring_regex(pc.fill_null(edges["kind"], "related"), kind_re))
         weight = pc.fill_null(edges["weight"], 1.0)
-        require(pc.and_(pc.greater(weight, 0.0), pc.less_equal(weight, 1000.0)))
+        require(pc.and_(pc.greater(weight, 0.0), pc.less_equal(weight, MAX_WEIGHT)))
         require(pc.not_equal(edges["src"], edges["dst"]))
 
     def us(col: Any) -> Any:

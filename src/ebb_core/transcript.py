@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidInput, NotFound
-from .model import Node, Tier, id_problem
+from .model import Node, Tier
+from .validation import id_problem
 
 if TYPE_CHECKING:
     from .engine import Brain

@@ -24,7 +24,7 @@ from langgraph.store.base import (
 )
 
 from ebb_core import Brain, Node, NotFound, RecallHit, Tier
-from ebb_core.engine import MAX_K
+from ebb_core.validation import MAX_K
 
 #: Where a store item's value lives in the memory's props.
 VALUE_PROP = "langgraph_value"

@@ -11,7 +11,7 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from ebb_core import Brain, RecallHit
-from ebb_core.engine import validate_k, validate_kind
+from ebb_core.validation import validate_k, validate_kind
 
 from ._nodes import hit_to_node
 
