@@ -172,7 +172,7 @@ def test_tool_names_schemas_and_descriptions(kuzu_brain: Brain) -> None:
     schemas = {n: t.tool_call_schema.model_json_schema() for n, t in tools.items()}
     assert schemas["remember"]["required"] == ["text"]
     assert schemas["recall"]["required"] == ["query"]
-    assert schemas["connect"]["required"] == ["src_id", "dst_id"]
+    assert schemas["connect"]["required"] == ["src", "dst"]
     assert schemas["forget"]["required"] == ["id"]
     for name, schema in schemas.items():
         assert all(p.get("description") for p in schema["properties"].values()), name
@@ -195,7 +195,7 @@ def ebb_policy(messages: list[BaseMessage]) -> AIMessage:
         return call("remember", 1, text=rest, kind="fact")
     if verb == "connect":
         src, dst = rest.split(" -> ")
-        return call("connect", 1, src_id=src, dst_id=dst, relation="supersedes")
+        return call("connect", 1, src=src, dst=dst, kind="supersedes")
     if verb == "forget":
         return call("forget", 1, id=rest, reason="user says it is wrong")
     return call("recall", 1, query=rest)
@@ -237,8 +237,11 @@ def test_ebb_errors_come_back_to_the_model(kuzu_brain: Brain) -> None:
     tool_message = state["messages"][-2]
     assert isinstance(tool_message, ToolMessage) and tool_message.status == "error"
     tools = tools_by_name(kuzu_brain)
+    # The catalog's rule and message, the same as the MCP server's.
     reply = tools["remember"].invoke({"text": "x", "kind": "Not A Kind"})
-    assert reply.startswith("Invalid arguments (kind: String should match pattern")
+    assert reply.startswith("kind 'Not A Kind' must be lowercase letters, digits, '-' or '_'")
+    reply = tools["recall"].invoke({"query": "x", "k": 0})
+    assert reply.startswith("Invalid arguments (k: Input should be greater than or equal to 1")
 
 
 async def test_recall_tool_async_gives_hits_as_artifact(

@@ -30,7 +30,7 @@ def test_four_tools_with_model_facing_schemas_and_no_delete(
     assert required == {
         "remember": ["text"],
         "recall": ["query"],
-        "connect": ["source_id", "target_id"],
+        "connect": ["src", "dst"],
         "forget": ["id"],
     }
     for tool in tools.values():
@@ -76,7 +76,7 @@ async def test_recall_lists_ids_and_why_and_reinforces(
     assert out.content.startswith("1. [fact:acme-renewal] (fact, hot) Acme renews on March 14")
     assert "why: matched 'acme'" in out.content
     assert kuzu_brain.activation("fact:acme-renewal") > before
-    assert tools["recall"].call(query="zebra").content == "No memories match that query."
+    assert tools["recall"].call(query="zebra").content == "No memories found."
 
 
 def test_recall_without_reinforcement(kuzu_brain: Brain, clock: FixedClock) -> None:
@@ -110,13 +110,13 @@ def test_connect_links_two_memories(kuzu_brain: Brain, tools: dict[str, Function
     kuzu_brain.remember("Acme Corp", kind="client", id="client:acme")
     kuzu_brain.remember("Dana", kind="person", id="person:dana")
 
-    out = tools["connect"].call(source_id="person:dana", target_id="client:acme", kind="works_on")
+    out = tools["connect"].call(src="person:dana", dst="client:acme", kind="works_on")
 
     assert out.content == "Linked person:dana -works_on-> client:acme."
     [link] = kuzu_brain.neighbors("person:dana")
     assert (link.node.id, link.edge.kind) == ("client:acme", "works_on")
     with pytest.raises(NotFound):
-        tools["connect"].call(source_id="person:dana", target_id="client:nobody")
+        tools["connect"].call(src="person:dana", dst="client:nobody")
 
 
 def test_forget_only_queues_for_human_review(
@@ -138,7 +138,7 @@ async def test_an_agent_uses_the_tools_and_sees_errors_as_tool_output(kuzu_brain
     script = iter(
         [
             ("remember", {"text": "Dana looks after Acme", "kind": "fact", "id": "fact:dana"}),
-            ("connect", {"source_id": "fact:dana", "target_id": "client:nobody"}),
+            ("connect", {"src": "fact:dana", "dst": "client:nobody"}),
             ("forget", {"id": "fact:dana", "reason": "test"}),
         ]
     )

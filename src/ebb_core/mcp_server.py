@@ -3,11 +3,13 @@
 Needs the ``mcp`` extra (``pip install 'ebb-memory[mcp]'``). The SDK is imported only when a
 server is built, so the rest of Ebb (and ``ebb --help``) works without it.
 
-Twelve tools — ``remember``, ``recall``, ``connect``, ``reinforce``, ``forget``, ``neighbors``,
-``pin``, ``maintain``, ``review_queue``, ``stats``, ``read`` (memories by id, like the reference
-memory server's ``open_nodes``) and ``explore`` (a bounded view of a memory's neighbourhood) —
-and two read-only resources, ``ebb://stats``
-and ``ebb://review-queue``. No tool deletes anything: ``forget`` and ``maintain`` only move
+Thirteen tools, the catalog of :mod:`ebb_core.tools` (the LangChain and LlamaIndex tools are
+the same) — ``remember``, ``recall``, ``connect``, ``reinforce``, ``forget``, ``neighbors``,
+``history``, ``pin``, ``maintain``, ``review_queue``, ``stats``, ``read`` (memories by id, like
+the reference memory server's ``open_nodes``) and ``explore`` (a bounded view of a memory's
+neighbourhood) — and two read-only resources, ``ebb://stats`` and ``ebb://review-queue``. This
+module adds what only MCP has: the store hand-over, the wire checks, the output schemas and the
+read-only hints. No tool deletes anything: ``forget`` and ``maintain`` only move
 memories into the review queue, and approving a deletion stays with a person at the CLI.
 
 How a person can still review and approve while the server runs
@@ -41,17 +43,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import click
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from .cli import store_options
-from .engine import DEFAULT_NAMESPACE, Brain, validate_namespace
+from .engine import DEFAULT_NAMESPACE, Brain
 from .errors import BackendUnavailable, EbbError, InvalidInput, StoreLocked
 from .handoff import RequestFile
-from .model import Edge, LiveLink, MaintainReport, Node, ReviewItem, Stats, Tier
+from .tools import CATALOG, ToolSpec
+from .validation import MAX_LIST, validate_namespace
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -95,10 +97,6 @@ TOOL_NAMES = (
     "explore",
 )
 
-MAX_RECALL_K = 50
-MAX_LIST = 200
-MAX_READ = 50
-MAX_EXPLORE = 100
 
 log = logging.getLogger("ebb.mcp")
 
@@ -135,247 +133,6 @@ def busy_message(where: str, wait: float) -> str:
         f"command, or another program on the same store) and did not let go within {wait:g} "
         f"s. {BUSY}"
     )
-
-
-# -- what the tools return ---------------------------------------------------------------------
-
-TierLabel = Literal["hot", "warm", "cold", "frozen"]
-
-
-def _label(tier: Tier) -> TierLabel:
-    labels: dict[Tier, TierLabel] = {
-        Tier.HOT: "hot",
-        Tier.WARM: "warm",
-        Tier.COLD: "cold",
-        Tier.FROZEN: "frozen",
-    }
-    return labels[Tier(tier)]
-
-
-class _Out(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class Memory(_Out):
-    """One memory as an agent sees it."""
-
-    id: str = Field(description="Stable id like 'decision:outcome-pricing'; use it in other tools.")
-    kind: str = Field(description="What it is: note, decision, fact, person, meeting, ...")
-    text: str
-    props: dict[str, Any] = Field(description="Metadata stored with the memory.")
-    tier: TierLabel = Field(
-        description="hot: searched first; warm and cold: archived, found when nothing hotter "
-        "matches as well (or with depth 2 / 3); frozen: waiting in the review queue for a "
-        "person, never recalled."
-    )
-    pinned: bool = Field(description="Pinned memories stay hot and never archive.")
-    created_at: datetime
-    updated_at: datetime
-    last_read_at: datetime | None
-
-    @classmethod
-    def of(cls, node: Node) -> Memory:
-        return cls(
-            id=node.id,
-            kind=node.kind,
-            text=node.text,
-            props=node.props,
-            tier=_label(node.tier),
-            pinned=node.pinned,
-            created_at=node.created_at,
-            updated_at=node.updated_at,
-            last_read_at=node.last_read_at,
-        )
-
-
-class Why(_Out):
-    """Why a memory surfaced: its text match, the parts of its activation, its live links."""
-
-    summary: str = Field(description="The reasons in one line.")
-    matched_terms: list[str]
-    text_score: float
-    text_norm: float = Field(description="Text match relative to the best hit, 0..1.")
-    activation: float = Field(description="Recency-weighted connection strength now.")
-    activation_norm: float = Field(description="Activation relative to the most active memory.")
-    edges_part: float = Field(description="Activation from its own links, after decay.")
-    read_part: float = Field(description="Activation from having been read recently.")
-    spread_part: float = Field(description="Activation flowing in from its neighbours.")
-    live_links: list[LiveLink] = Field(description="Links that still count, strongest first.")
-    last_reinforced_at: datetime | None
-    tier: TierLabel
-    reached: str = Field(
-        "", description="Which tier it came from, and why recall went deeper than hot."
-    )
-    spread_text: float = Field(
-        0.0, description="Text score passed on by linked strong matches (spreading)."
-    )
-    spread_from: list[str] = Field(
-        default_factory=list, description="The strong matches linked to it that passed it."
-    )
-    superseded_by: list[str] = Field(
-        default_factory=list,
-        description="Memories that replaced this one: it ranks below them; prefer them.",
-    )
-    similarity: float | None = Field(
-        None, description="Cosine similarity to the query by meaning (None: no embedder)."
-    )
-    match: float = Field(0.0, description="Text match and similarity fused, 0..1.")
-    found_by: list[str] = Field(
-        default_factory=list, description="How recall found it: text, vector, link, replaces."
-    )
-
-
-class Hit(_Out):
-    """One recall result."""
-
-    id: str
-    kind: str
-    text: str
-    props: dict[str, Any]
-    tier: TierLabel
-    pinned: bool
-    score: float = Field(description="Blend of normalised text match and activation.")
-    why: Why
-
-
-class RecallResult(_Out):
-    """The memories most relevant to a query, best first, each with why it surfaced."""
-
-    query: str
-    hits: list[Hit]
-    hint: str | None = Field(None, description="What to try when nothing matched.")
-
-
-class VersionOut(_Out):
-    """One version of a memory's text."""
-
-    version: int = Field(description="1 is the oldest.")
-    text: str
-    kind: str
-    props: dict[str, Any]
-    at: datetime = Field(description="When this version was written.")
-    current: bool = Field(description="Whether this is the memory's text now.")
-    replaced_at: datetime | None = Field(None, description="When a newer version replaced it.")
-
-
-class History(_Out):
-    """Every version of one memory, oldest first."""
-
-    id: str
-    versions: list[VersionOut]
-
-
-class Link(_Out):
-    """A typed, weighted, timestamped link between two memories."""
-
-    src: str
-    dst: str
-    kind: str
-    weight: float
-    created_at: datetime
-    reinforced_at: datetime = Field(
-        description="When the link was last used; decay counts from here."
-    )
-
-    @classmethod
-    def of(cls, edge: Edge) -> Link:
-        return cls(
-            src=edge.src,
-            dst=edge.dst,
-            kind=edge.kind,
-            weight=edge.weight,
-            created_at=edge.created_at,
-            reinforced_at=edge.reinforced_at,
-        )
-
-
-class Forgotten(_Out):
-    """A memory queued for a person's review (nothing was deleted)."""
-
-    id: str
-    tier: TierLabel
-    in_review_queue: bool
-    reason: str
-    queued_at: datetime | None
-    message: str
-
-
-class NeighborOut(_Out):
-    """A memory linked to another, with the link between them."""
-
-    id: str
-    kind: str
-    text: str
-    tier: TierLabel
-    pinned: bool
-    link_kind: str
-    direction: Literal["out", "in"] = Field(
-        description="out: the asked-about memory links to this one; in: this one links to it."
-    )
-    weight: float
-    decayed_weight: float = Field(description="What the link counts for now, after decay.")
-    reinforced_at: datetime
-
-
-class Neighbors(_Out):
-    """The memories linked to ``id``, strongest decayed link first."""
-
-    id: str
-    neighbors: list[NeighborOut]
-
-
-class ReadResult(_Out):
-    """Memories read by id, in the order asked."""
-
-    memories: list[Memory]
-    missing: list[str] = Field(
-        description="Ids asked for that are not there (never stored, deleted, or waiting in the "
-        "review queue)."
-    )
-    reinforced: bool = Field(description="Whether reading them counted as using them.")
-
-
-class NearMemory(_Out):
-    """A memory in a neighbourhood, and how many links away from the centre it is."""
-
-    id: str
-    kind: str
-    text: str
-    tier: TierLabel
-    pinned: bool
-    hops: int = Field(description="Links between it and the centre (0 for the centre).")
-
-
-class NearLink(_Out):
-    """A link in a neighbourhood, with what it counts for now."""
-
-    src: str
-    dst: str
-    kind: str
-    weight: float
-    decayed_weight: float = Field(description="What the link counts for now, after decay.")
-    reinforced_at: datetime
-
-
-class Neighbourhood(_Out):
-    """The memories within ``depth`` links of ``id`` (strongest links first) and the links
-    that reach them."""
-
-    id: str
-    memories: list[NearMemory]
-    links: list[NearLink]
-    truncated: bool = Field(
-        description="True when per_node or max_memories left some linked memories out."
-    )
-    reinforced: bool
-
-
-class ReviewQueue(_Out):
-    """Memories waiting for a person: forgotten, or decayed below the archive cut-off."""
-
-    count: int
-    items: list[ReviewItem]
-    message: str
 
 
 # -- reaching the store ------------------------------------------------------------------------
@@ -641,499 +398,24 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
         log_level="WARNING",
     )
 
-    def tool(
-        *, read_only: bool = False, idempotent: bool = False, title: str, short: bool = True
-    ) -> Callable[[F], F]:
-        def register(fn: F) -> F:
-            params[fn.__name__] = frozenset(inspect.signature(fn).parameters)
-            server.add_tool(
-                _on_loop_when_free(fn, access) if short else fn,
-                title=title,
-                description=_description(fn.__doc__),
-                annotations=ToolAnnotations(
-                    title=title,
-                    read_only_hint=read_only,
-                    destructive_hint=False,
-                    idempotent_hint=idempotent,
-                    open_world_hint=False,
-                ),
-                structured_output=True,
-            )
-            _inline_output_schema(server, fn.__name__)
-            return fn
-
-        return register
-
-    @tool(title="Remember")
-    def remember(
-        text: Annotated[
-            str,
-            Field(
-                description="The memory itself, in plain words (one idea; up to 200,000 "
-                "characters)."
+    for spec in CATALOG:
+        params[spec.name] = frozenset(spec.args.model_fields)
+        fn = _tool_function(spec, run)
+        server.add_tool(
+            _on_loop_when_free(fn, access) if spec.short else fn,
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            annotations=ToolAnnotations(
+                title=spec.title,
+                read_only_hint=spec.read_only,
+                destructive_hint=False,
+                idempotent_hint=spec.idempotent,
+                open_world_hint=False,
             ),
-        ],
-        kind: Annotated[
-            str | None,
-            Field(
-                description="What it is: note, decision, fact, preference, person, client, "
-                "meeting... (lowercase letters, digits, '-' or '_'). Left out: 'note' for a "
-                "new memory, the existing kind for an existing one."
-            ),
-        ] = None,
-        id: Annotated[
-            str | None,
-            Field(
-                description="Optional stable id like 'person:ana'. Leave it out to get one "
-                "made from kind and text; pass an existing id to store a new version of that "
-                "memory (the old text is kept: see the history tool)."
-            ),
-        ] = None,
-        links: Annotated[
-            list[str] | None,
-            Field(description="Ids of existing memories this one refers to; each gets a link."),
-        ] = None,
-        link_kind: Annotated[
-            str, Field(description="Kind of those links, e.g. related, about, supersedes.")
-        ] = "related",
-        props: Annotated[
-            dict[str, Any] | None,
-            Field(description="Optional JSON metadata (source, url, author...)."),
-        ] = None,
-        supersedes: Annotated[
-            list[str] | None,
-            Field(
-                description="Ids of memories this one replaces (an old decision, an outdated "
-                "fact): they rank below it from now on and fade from hot memory."
-            ),
-        ] = None,
-    ) -> Memory:
-        """Store something worth keeping across sessions — a fact, decision, preference,
-        person, meeting or note — as one memory, linked to the memories it refers to.
-
-        Use it whenever you learn something durable. Keep one idea per memory and link related
-        ones (here with `links`, or later with `connect`): links keep memories relevant to each
-        other. When something changed, remember the new statement with `supersedes` naming the
-        old memory (or pass the old `id` to store a new version of it): the old one is kept but
-        ranks below its replacement. Returns the stored memory with its id (use that id with
-        the other tools)."""
-        return run(
-            "remember",
-            lambda b: Memory.of(
-                b.remember(
-                    text,
-                    kind=kind,
-                    id=id,
-                    links=links or (),
-                    link_kind=link_kind,
-                    props=props,
-                    supersedes=supersedes or (),
-                )
-            ),
+            structured_output=True,
         )
-
-    @tool(title="Recall")
-    def recall(
-        query: Annotated[
-            str, Field(description="What you want to remember: a few keywords or a question.")
-        ],
-        k: Annotated[
-            int, Field(ge=1, le=MAX_RECALL_K, description="How many memories to return.")
-        ] = 5,
-        depth: Annotated[
-            Literal[1, 2, 3] | None,
-            Field(
-                description="Leave it out to search every live tier, hot first (warm and cold "
-                "memories come up when nothing hot matches as well). A limit: 1 hot memories "
-                "only; 2 also warm; 3 also cold (archived)."
-            ),
-        ] = None,
-        include_archived: Annotated[
-            bool, Field(description="Also search cold (archived) memories.")
-        ] = False,
-        kinds: Annotated[
-            list[str] | None,
-            Field(description="Only these kinds of memory, e.g. ['decision', 'fact']."),
-        ] = None,
-        reinforce: Annotated[
-            bool,
-            Field(description="Count the returned memories as used (resets their decay)."),
-        ] = True,
-    ) -> RecallResult:
-        """Find what you remember about a topic. Call it before answering anything that may
-        depend on earlier sessions: people, decisions, preferences, past work.
-
-        Memories are ranked by text match blended with recency-weighted connection strength
-        (memories that are used and well linked rank higher; stale ones sink). Each hit comes
-        with `why` it surfaced: the terms it matched, the parts of its activation, its live links,
-        when it was last reinforced, its tier, what linked match it came through and what
-        superseded it. Searches hot memories first and falls through to warm and cold when they
-        match better; depth=1 or 2 limits the search. Memories replaced by newer ones rank
-        below their replacements. Returned memories count as used (the top hit most) unless
-        reinforce=false."""
-
-        def work(b: Brain) -> RecallResult:
-            hits = b.recall(
-                query,
-                k,
-                depth=depth,
-                include_archived=include_archived,
-                kinds=kinds or (),
-                reinforce=reinforce,
-            )
-            out = [
-                Hit(
-                    id=h.node.id,
-                    kind=h.node.kind,
-                    text=h.node.text,
-                    props=h.node.props,
-                    tier=_label(h.node.tier),
-                    pinned=h.node.pinned,
-                    score=h.score,
-                    why=Why(
-                        summary=h.why.summary,
-                        matched_terms=h.why.matched_terms,
-                        text_score=h.why.text_score,
-                        text_norm=h.why.text_norm,
-                        activation=h.why.activation,
-                        activation_norm=h.why.activation_norm,
-                        edges_part=h.why.edges_part,
-                        read_part=h.why.read_part,
-                        spread_part=h.why.spread_part,
-                        live_links=h.why.live_links,
-                        last_reinforced_at=h.why.last_reinforced_at,
-                        tier=_label(h.why.tier),
-                        reached=h.why.reached,
-                        spread_text=h.why.spread_text,
-                        spread_from=h.why.spread_from,
-                        superseded_by=h.why.superseded_by,
-                        similarity=h.why.similarity,
-                        match=h.why.match,
-                        found_by=h.why.found_by,
-                    ),
-                )
-                for h in hits
-            ]
-            hint = None
-            if not out:
-                hint = (
-                    f"nothing matched down to depth {depth}: try other words, or leave depth "
-                    "out to search every tier"
-                    if depth in (1, 2) and not include_archived
-                    else "nothing matched: try other words"
-                )
-            return RecallResult(query=query, hits=out, hint=hint)
-
-        return run("recall", work)
-
-    @tool(title="Connect")
-    def connect(
-        src: Annotated[str, Field(description="Id of the memory the link starts from.")],
-        dst: Annotated[str, Field(description="Id of the memory it points to.")],
-        kind: Annotated[
-            str,
-            Field(
-                description="Kind of link: related, about, attended, ... 'supersedes' says "
-                "src replaces dst (dst then ranks below src and fades from hot memory)."
-            ),
-        ] = "related",
-        weight: Annotated[
-            float | None,
-            Field(
-                gt=0,
-                le=1000,
-                description="Strength of the link (default 1.0 for a new link; an existing "
-                "link keeps its weight).",
-            ),
-        ] = None,
-    ) -> Link:
-        """Link two memories (src -kind-> dst), or refresh the link if it already exists.
-
-        Linked memories keep each other relevant; a link fades unless it is used again. Use it
-        when you notice that two memories belong together (a decision and the meeting that made
-        it, a person and their client). Returns the link."""
-        return run("connect", lambda b: Link.of(b.connect(src, dst, kind=kind, weight=weight)))
-
-    @tool(title="Reinforce")
-    def reinforce(
-        id: Annotated[str, Field(description="Id of the memory that was useful.")],
-        with_id: Annotated[
-            str | None,
-            Field(description="Optional: reinforce only the link between `id` and this memory."),
-        ] = None,
-    ) -> Memory:
-        """Mark a memory as used, so it stays relevant: resets its decay clock and the clocks
-        of its links.
-
-        Call it when a memory actually helped (you acted on a recalled decision, a fact proved
-        right). Returns the memory as it is now."""
-        return run("reinforce", lambda b: Memory.of(b.reinforce(id, with_id=with_id)))
-
-    @tool(title="Forget", idempotent=True)
-    def forget(
-        id: Annotated[str, Field(description="Id of the memory that is wrong or obsolete.")],
-        reason: Annotated[
-            str, Field(description="Why it should go, for the person who reviews it.")
-        ] = "",
-    ) -> Forgotten:
-        """Ask for a memory to be removed because it is wrong, obsolete or unwanted.
-
-        Nothing is deleted: the memory is frozen, hidden from recall and put in the review
-        queue, where a person approves its deletion or restores it. Pinned memories cannot be
-        forgotten (a person must unpin them first). Returns the review-queue entry."""
-
-        def work(b: Brain) -> Forgotten:
-            item = b.forget(id, reason, actor="agent")
-            return Forgotten(
-                id=item.id,
-                tier="frozen",
-                in_review_queue=True,
-                reason=item.reason,
-                queued_at=item.queued_at,
-                message="Nothing was deleted: the memory waits in the review queue. A person "
-                "approves its deletion with `ebb approve` or keeps it with `ebb restore`.",
-            )
-
-        return run("forget", work)
-
-    @tool(title="Neighbors", read_only=True, idempotent=True)
-    def neighbors(
-        id: Annotated[str, Field(description="Id of the memory whose links you want.")],
-        limit: Annotated[
-            int, Field(ge=1, le=MAX_LIST, description="At most this many neighbours.")
-        ] = 20,
-    ) -> Neighbors:
-        """List the memories linked to a memory, strongest link first (after decay), with
-        each link's kind, direction, weight and when it was last used.
-
-        Use it to explore around a recalled memory. Read-only: nothing is reinforced."""
-
-        def work(b: Brain) -> Neighbors:
-            out = [
-                NeighborOut(
-                    id=n.node.id,
-                    kind=n.node.kind,
-                    text=n.node.text,
-                    tier=_label(n.node.tier),
-                    pinned=n.node.pinned,
-                    link_kind=n.edge.kind,
-                    direction="out" if n.edge.src == id else "in",
-                    weight=n.edge.weight,
-                    decayed_weight=n.decayed_weight,
-                    reinforced_at=n.edge.reinforced_at,
-                )
-                for n in b.neighbors(id, limit=limit)
-            ]
-            return Neighbors(id=id, neighbors=out)
-
-        return run("neighbors", work)
-
-    @tool(title="History", read_only=True, idempotent=True)
-    def history(
-        id: Annotated[str, Field(description="Id of the memory whose versions you want.")],
-    ) -> History:
-        """List every version of a memory's text, oldest first; the last is the current one.
-
-        Storing new text under an existing id keeps the old text as a version, so nothing is
-        lost when a memory is updated. Read-only: nothing is reinforced."""
-
-        def work(b: Brain) -> History:
-            return History(
-                id=id,
-                versions=[
-                    VersionOut(
-                        version=v.version,
-                        text=v.text,
-                        kind=v.kind,
-                        props=v.props,
-                        at=v.at,
-                        current=v.current,
-                        replaced_at=v.replaced_at,
-                    )
-                    for v in b.history(id)
-                ],
-            )
-
-        return run("history", work)
-
-    @tool(title="Pin", idempotent=True)
-    def pin(
-        id: Annotated[str, Field(description="Id of the memory that must not fade.")],
-    ) -> Memory:
-        """Pin a memory that must never fade: a standing instruction, a key fact about the user.
-
-        A pinned memory stays hot and is never archived or queued for deletion. Only a person
-        can unpin it (with the `ebb` command line). Returns the memory."""
-        return run("pin", lambda b: Memory.of(b.pin(id, actor="agent")))
-
-    @tool(title="Maintain", short=False)  # re-scores every memory: seconds on a large store
-    def maintain() -> MaintainReport:
-        """Re-score every memory and re-tier them: what decayed moves to warm or cold
-        (archived), what fell below the last cut-off goes to the review queue for a person.
-
-        Nothing is deleted. Run it now and then (for example at the end of a long session); it
-        is safe to repeat. Returns how many memories moved between which tiers."""
-        return run("maintain", lambda b: b.maintain())
-
-    @tool(title="Review queue", read_only=True, idempotent=True)
-    def review_queue(
-        limit: Annotated[
-            int, Field(ge=1, le=MAX_LIST, description="At most this many entries.")
-        ] = 50,
-    ) -> ReviewQueue:
-        """List the memories waiting for a person's decision: forgotten ones and ones that
-        decayed below the archive cut-off. Read-only.
-
-        You cannot approve deletions. If the user asks, tell them to run `ebb review` to see the
-        queue, `ebb approve ID --by NAME` to delete, or `ebb restore ID` to keep a memory."""
-
-        def work(b: Brain) -> ReviewQueue:
-            items = b.review_queue(limit)
-            return ReviewQueue(
-                count=len(items),
-                items=items,
-                message="Only a person can approve deletions: `ebb approve ID --by NAME` "
-                "(or `ebb restore ID` to keep it).",
-            )
-
-        return run("review_queue", work)
-
-    @tool(title="Read memories", read_only=True, idempotent=True)
-    def read(
-        ids: Annotated[
-            list[str],
-            Field(
-                min_length=1,
-                max_length=MAX_READ,
-                description=f"Ids of the memories to read (1 to {MAX_READ}).",
-            ),
-        ],
-        reinforce: Annotated[
-            bool,
-            Field(
-                description="Count this as using them (resets their decay clock, as recall "
-                "does). Default false: just look."
-            ),
-        ] = False,
-    ) -> ReadResult:
-        """Read one or several memories by id: their full text, kind, props, tier and dates.
-
-        Use it when you already know the ids (from recall, neighbors, explore or an earlier
-        turn). Ids that do not exist or wait in the review queue are listed in `missing`.
-        Read-only unless `reinforce` is true."""
-
-        def work(b: Brain) -> ReadResult:
-            nodes = b.read(ids, reinforce=reinforce)
-            if reinforce and nodes:  # as they are now, read clocks reset
-                nodes = b.read([n.id for n in nodes], reinforce=False)
-            found = {n.id for n in nodes}
-            missing = [i for i in dict.fromkeys(ids) if i not in found]
-            return ReadResult(
-                memories=[Memory.of(n) for n in nodes], missing=missing, reinforced=reinforce
-            )
-
-        return run("read", work)
-
-    @tool(title="Explore", read_only=True, idempotent=True)
-    def explore(
-        id: Annotated[str, Field(description="Id of the memory at the centre.")],
-        depth: Annotated[
-            int, Field(ge=1, le=3, description="How many links out to go (1 to 3).")
-        ] = 2,
-        per_node: Annotated[
-            int,
-            Field(ge=1, le=20, description="Follow at most this many strongest links per memory."),
-        ] = 5,
-        max_memories: Annotated[
-            int,
-            Field(
-                ge=1,
-                le=MAX_EXPLORE,
-                description=f"At most this many memories in all (up to {MAX_EXPLORE}).",
-            ),
-        ] = 25,
-        reinforce: Annotated[
-            bool,
-            Field(description="Count the memories returned as used. Default false: just look."),
-        ] = False,
-    ) -> Neighbourhood:
-        """A bounded view of a memory's neighbourhood: the memories within `depth` links of it,
-        following the strongest links first (after decay), and the links between them.
-
-        Use it to see the context around a memory (the meeting behind a decision, the people
-        around a client). Memories waiting in the review queue are left out. Read-only unless
-        `reinforce` is true."""
-
-        def work(b: Brain) -> Neighbourhood:
-            centre = b.get(id)
-            places = {
-                centre.id: NearMemory(
-                    id=centre.id,
-                    kind=centre.kind,
-                    text=centre.text,
-                    tier=_label(centre.tier),
-                    pinned=centre.pinned,
-                    hops=0,
-                )
-            }
-            links: dict[tuple[str, str, str], NearLink] = {}
-            truncated = False
-            frontier = [centre.id]
-            for hops in range(1, depth + 1):
-                following: list[str] = []
-                for at in frontier:
-                    around = [
-                        n for n in b.neighbors(at, limit=MAX_LIST) if n.node.tier != Tier.FROZEN
-                    ]
-                    truncated |= len(around) > per_node
-                    for n in around[:per_node]:
-                        other = n.node
-                        if other.id not in places:
-                            if len(places) >= max_memories:
-                                truncated = True
-                                continue
-                            places[other.id] = NearMemory(
-                                id=other.id,
-                                kind=other.kind,
-                                text=other.text,
-                                tier=_label(other.tier),
-                                pinned=other.pinned,
-                                hops=hops,
-                            )
-                            following.append(other.id)
-                        e = n.edge
-                        links.setdefault(
-                            (e.src, e.dst, e.kind),
-                            NearLink(
-                                src=e.src,
-                                dst=e.dst,
-                                kind=e.kind,
-                                weight=e.weight,
-                                decayed_weight=n.decayed_weight,
-                                reinforced_at=e.reinforced_at,
-                            ),
-                        )
-                frontier = following
-                if not frontier:
-                    break
-            if reinforce:
-                b.read(list(places), reinforce=True)
-            ordered = sorted(links.values(), key=lambda p: (-p.decayed_weight, p.src, p.dst))
-            return Neighbourhood(
-                id=centre.id,
-                memories=list(places.values()),
-                links=ordered,
-                truncated=truncated,
-                reinforced=reinforce,
-            )
-
-        return run("explore", work)
-
-    @tool(title="Stats", read_only=True, idempotent=True)
-    def stats() -> Stats:
-        """Counts for this memory store: memories per tier, links, pinned memories, the size of
-        the review queue, the decay half-life. Read-only."""
-        return run("stats", lambda b: b.stats())
+        _inline_output_schema(server, spec.name)
 
     @server.resource(
         "ebb://stats",
@@ -1242,10 +524,37 @@ def _compact(result: T) -> T:
     return result
 
 
-def _description(doc: str | None) -> str:
-    """A docstring as a tool description: dedented, each paragraph on one line."""
-    paragraphs = inspect.cleandoc(doc or "").split("\n\n")
-    return "\n\n".join(" ".join(p.split()) for p in paragraphs)
+def _tool_function(spec: ToolSpec[Any, Any], run: Callable[..., Any]) -> Callable[..., Any]:
+    """A catalog tool as the plain function the SDK registers: its signature (the catalog's
+    arguments, with their descriptions and limits, and the output model) is what the SDK
+    publishes as the tool's input and output schemas and validates each call against."""
+
+    def call(**kwargs: Any) -> Any:
+        args = spec.args.model_construct(**kwargs)  # the SDK validated them on the same fields
+        return run(spec.name, lambda b: spec.structured(args, spec.run(b, args, "agent")))
+
+    params = [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=inspect.Parameter.empty if info.is_required() else info.default,
+            annotation=_annotated(
+                (info.annotation, *info.metadata, Field(description=info.description))
+            ),
+        )
+        for name, info in spec.args.model_fields.items()
+    ]
+    call.__name__ = call.__qualname__ = spec.name
+    call.__doc__ = spec.description
+    call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        params, return_annotation=spec.output
+    )
+    return call
+
+
+def _annotated(parts: tuple[Any, ...]) -> Any:
+    """``Annotated[type, *metadata]`` from a tuple (the same as writing it out)."""
+    return Annotated[parts]
 
 
 def check_arguments(

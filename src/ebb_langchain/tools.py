@@ -1,85 +1,27 @@
-"""Agent tools: remember, recall, connect and forget, with schemas written for a model."""
+"""Agent tools: Ebb's tool catalog (:mod:`ebb_core.tools`) as LangChain ``StructuredTool``s.
+
+The tools, their descriptions and their arguments are the catalog's, the same as the MCP
+server's and the LlamaIndex tools': ``connect`` takes ``src``, ``dst`` and ``kind`` (before
+the catalog, this adapter named them ``src_id``, ``dst_id`` and ``relation``; those names still
+work for one release, with a ``DeprecationWarning``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Iterable
+from typing import Any
 
 from langchain_core.runnables.config import run_in_executor
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ValidationError, model_validator
 
 from ebb_core import Brain, EbbError
+from ebb_core.tools import AGENT_TOOLS, ToolSpec, renamed, select, with_defaults
 
 from ._convert import hit_metadata, view
 
-KIND_PATTERN = r"^[a-z][a-z0-9_-]{0,39}$"
-
-T = TypeVar("T")
-
-
-class RememberInput(BaseModel):
-    text: str = Field(
-        description="The memory, as one short self-contained statement that will make sense "
-        "on its own later, e.g. 'Acme's contract renews on 1 June 2026.'",
-        min_length=1,
-    )
-    kind: str | None = Field(
-        default=None,
-        pattern=KIND_PATTERN,
-        description="What sort of memory this is, one lowercase word: note, fact, decision, "
-        "preference, person, client, meeting, task... (default: note; an existing memory "
-        "keeps its kind)",
-    )
-    links: list[str] = Field(
-        default_factory=list,
-        description="Ids of existing memories this one is about or follows from (ids come "
-        "from recall results, e.g. 'client:acme'). Linked memories keep each other relevant.",
-    )
-    id: str | None = Field(
-        default=None,
-        description="Only to update an existing memory: its id from recall (the old text is "
-        "kept as an earlier version). Leave empty to create a new memory (an id is made "
-        "for you).",
-    )
-    supersedes: list[str] = Field(
-        default_factory=list,
-        description="Ids of memories this one replaces (an outdated fact, a reversed "
-        "decision): they stay, but rank below this one from now on.",
-    )
-
-
-class RecallInput(BaseModel):
-    query: str = Field(
-        description="What to look for, in a few keywords, e.g. 'Acme renewal date'.",
-    )
-    k: int = Field(default=5, ge=1, le=50, description="How many memories to return.")
-    include_archived: bool = Field(
-        default=False,
-        description="Also search memories archived because they were not used for a long "
-        "time. Use it only when the normal search finds nothing useful.",
-    )
-
-
-class ConnectInput(BaseModel):
-    src_id: str = Field(description="Id of the memory the link starts from.")
-    dst_id: str = Field(description="Id of the memory the link points to.")
-    relation: str = Field(
-        default="related",
-        pattern=KIND_PATTERN,
-        description="The kind of link, one lowercase word: related, supersedes, part_of, "
-        "about, decided_in, works_for...",
-    )
-
-
-class ForgetInput(BaseModel):
-    id: str = Field(description="Id of the memory to forget (from recall results).")
-    reason: str = Field(
-        default="",
-        max_length=2000,
-        description="Why it should go, for the person who reviews it: e.g. 'user says this "
-        "is wrong', 'duplicate of fact:acme-renewal'.",
-    )
+OLD_NAMES = {"connect": {"src_id": "src", "dst_id": "dst", "relation": "kind"}}
+"""Argument names this adapter used before the catalog: accepted until the next release."""
 
 
 def create_ebb_tools(
@@ -89,13 +31,16 @@ def create_ebb_tools(
     depth: int | None = None,
     actor: str = "agent",
     embedder: Any = None,
+    tools: Iterable[str] | str = AGENT_TOOLS,
 ) -> list[BaseTool]:
-    """The tools ``remember``, ``recall``, ``connect`` and ``forget`` on ``brain``.
+    """Ebb's agent tools on ``brain``: by default ``remember``, ``recall``, ``connect`` and
+    ``forget``; ``tools`` names others from the catalog (``"all"``: every one of them).
 
     Errors Ebb raises on purpose (an unknown id, a memory waiting for review...) come back to
     the model as the tool's answer, so it can correct itself. ``recall`` reinforces what it
-    returns and also gives the hits' metadata as the tool message's artifact. ``forget`` never
-    deletes: the memory waits in the review queue for a person.
+    returns and also gives the hits' metadata as the tool message's artifact; ``depth`` is its
+    default depth. ``forget`` never deletes: the memory waits in the review queue for a
+    person. ``actor`` is who the audit log names for the tools' changes.
 
     ``embedder`` (a LangChain ``Embeddings``, a callable, ``"minilm"``) makes ``recall`` find
     memories by meaning too (set on the brain; ``None`` keeps its own).
@@ -105,101 +50,57 @@ def create_ebb_tools(
     if embedder is not None:
         brain.set_embedder(embedder)
     mem = view(brain, namespace)
-    archive_depth = 3
-
-    def remember(
-        text: str,
-        kind: str | None = None,
-        links: list[str] | None = None,
-        id: str | None = None,
-        supersedes: list[str] | None = None,
-    ) -> str:
-        node = _ebb(
-            lambda: mem.remember(
-                text,
-                kind=kind,
-                id=id or None,
-                links=links or (),
-                supersedes=supersedes or (),
-                actor=actor,
-            )
-        )
-        linked = f", linked to {', '.join(links)}" if links else ""
-        replaced = f", superseding {', '.join(supersedes)}" if supersedes else ""
-        return f"Remembered {node.id} ({node.kind}{linked}{replaced})."
-
-    def recall(
-        query: str, k: int = 5, include_archived: bool = False
-    ) -> tuple[str, list[dict[str, Any]]]:
-        hits = _ebb(
-            lambda: mem.recall(query, k=k, depth=archive_depth if include_archived else depth)
-        )
-        if not hits:
-            return "No memories found.", []
-        lines = [
-            f"{i}. [{h.node.id}] ({h.node.kind}, {h.why.tier.label}"
-            + (
-                f", OUTDATED: superseded by {', '.join(h.why.superseded_by)}"
-                if h.why.superseded_by
-                else ""
-            )
-            + f") {h.node.text}\n   why: {h.why.summary}"
-            for i, h in enumerate(hits, 1)
-        ]
-        return "\n".join(lines), [hit_metadata(h) for h in hits]
-
-    def connect(src_id: str, dst_id: str, relation: str = "related") -> str:
-        edge = _ebb(lambda: mem.connect(src_id, dst_id, kind=relation, actor=actor))
-        return f"Linked {edge.src} -{edge.kind}-> {edge.dst}."
-
-    def forget(id: str, reason: str = "") -> str:
-        item = _ebb(lambda: mem.forget(id, reason, actor=actor))
-        return (
-            f"Forgot {item.id}: it no longer appears in recall. It waits in the review queue; "
-            "only a person can approve deleting it or restore it."
-        )
-
-    return [
-        _tool(
-            remember,
-            RememberInput,
-            "Save something worth keeping across conversations to long-term memory: a fact, a "
-            "user preference, a decision, a person. One statement per memory. When something "
-            "changed, remember the new statement with `supersedes` naming the old memory's id "
-            "(or pass the old id to update it; the old text is kept as a version).",
-        ),
-        _tool(
-            recall,
-            RecallInput,
-            "Search long-term memory. Returns the most relevant memories, most relevant first, "
-            "each with its id, kind, text and why it surfaced (text match, how recently and "
-            "strongly it is used). Prefer the top result when memories disagree. Call this "
-            "before answering questions about the user, past conversations or earlier "
-            "decisions.",
-            artifact=True,
-        ),
-        _tool(
-            connect,
-            ConnectInput,
-            "Link two memories by their ids, e.g. a decision to the meeting it was made in. "
-            "relation 'supersedes' says src replaces dst: dst then ranks below src. Linking "
-            "again reinforces the link.",
-        ),
-        _tool(
-            forget,
-            ForgetInput,
-            "Forget a memory that is wrong or no longer wanted. It disappears from recall at "
-            "once but is not deleted: a person reviews it and approves the deletion.",
-        ),
-    ]
+    defaults = {"recall": {"depth": depth}} if depth is not None else {}
+    return [_tool(spec, mem, actor, defaults.get(spec.name, {})) for spec in select(tools)]
 
 
-def _ebb(call: Callable[[], T]) -> T:
-    """Run an Ebb call; its deliberate errors become tool errors the model gets to read."""
-    try:
-        return call()
-    except EbbError as exc:
-        raise ToolException(str(exc)) from exc
+def _tool(spec: ToolSpec[Any, Any], brain: Brain, actor: str, defaults: dict[str, Any]) -> BaseTool:
+    schema = _schema(spec, defaults)
+
+    def func(**kwargs: Any) -> Any:
+        args = schema.model_validate(kwargs)
+        try:
+            result = spec.run(brain, args, actor)
+        except EbbError as exc:  # a deliberate error: the model reads it and can correct itself
+            raise ToolException(str(exc)) from exc
+        text = spec.text(args, result)
+        if spec.name == "recall":
+            return text, [hit_metadata(h) for h in result]
+        return text
+
+    async def coroutine(**kwargs: Any) -> Any:
+        return await run_in_executor(None, func, **kwargs)
+
+    return StructuredTool.from_function(
+        func=func,
+        coroutine=coroutine,
+        name=spec.name,
+        description=spec.description,
+        args_schema=schema,
+        response_format="content_and_artifact" if spec.name == "recall" else "content",
+        handle_tool_error=True,
+        handle_validation_error=_explain_invalid,
+    )
+
+
+def _schema(spec: ToolSpec[Any, Any], defaults: dict[str, Any]) -> type[BaseModel]:
+    """The catalog's arguments (with this adapter's defaults), taking the old names too."""
+    model = with_defaults(spec.args, defaults)
+    if spec.name not in OLD_NAMES:
+        return model
+    old = OLD_NAMES[spec.name]
+
+    class WithOldNames(model):  # type: ignore[misc,valid-type]
+        @model_validator(mode="before")
+        @classmethod
+        def accept_old_names(cls, data: Any) -> Any:
+            if isinstance(data, dict):
+                data = dict(data)
+                renamed(spec.name, data, old, "ebb_langchain.create_ebb_tools")
+            return data
+
+    WithOldNames.__name__ = WithOldNames.__qualname__ = spec.args.__name__
+    return WithOldNames
 
 
 def _explain_invalid(error: Exception) -> str:
@@ -210,21 +111,3 @@ def _explain_invalid(error: Exception) -> str:
         )
         return f"Invalid arguments ({problems}). Fix them and call the tool again."
     return f"Invalid arguments: {error}. Fix them and call the tool again."
-
-
-def _tool(
-    func: Callable[..., Any], schema: type[BaseModel], description: str, *, artifact: bool = False
-) -> BaseTool:
-    async def coroutine(**kwargs: Any) -> Any:
-        return await run_in_executor(None, func, **kwargs)
-
-    return StructuredTool.from_function(
-        func=func,
-        coroutine=coroutine,
-        name=func.__name__,
-        description=description,
-        args_schema=schema,
-        response_format="content_and_artifact" if artifact else "content",
-        handle_tool_error=True,
-        handle_validation_error=_explain_invalid,
-    )
