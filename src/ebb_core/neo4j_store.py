@@ -47,7 +47,7 @@ from .clock import from_us, to_us
 from .errors import BackendUnavailable, EbbError, InvalidInput
 from .model import AuditEntry, Edge, Node, Tier
 from .neo4j_vectors import Neo4jVectors
-from .records import field_value, node_from_row, node_row, opt_dt, opt_us
+from .records import field_value, node_from_row, node_row
 from .store import (
     SUPERSEDES,
     UPDATABLE_FIELDS,
@@ -154,12 +154,6 @@ def lucene_query(text: str) -> str:
 
 
 # -- conversions -------------------------------------------------------------------------------
-_us = opt_us
-_dt = opt_dt
-_to_node = node_from_row
-_node_row = node_row
-
-
 def _to_edge(ns: str, src: str, dst: str, e: Mapping[str, Any]) -> Edge:
     return Edge(
         namespace=ns,
@@ -183,9 +177,6 @@ def _edge_row(e: Edge) -> dict[str, Any]:
         "reinforced_us": to_us(e.reinforced_at),
         "props": json.dumps(e.props, sort_keys=True),
     }
-
-
-_field_value = field_value
 
 
 def _pylist(column: Any) -> list[Any]:
@@ -564,7 +555,7 @@ class Neo4jStore(Neo4jVectors, GraphStore):
             f"UNWIND $ids AS i MATCH (n:Memory {{ns: $ns, id: i}}) RETURN {_NODE} AS n",
             {"ns": namespace, "ids": list(dict.fromkeys(ids))},
         )
-        return {r["n"]["id"]: _to_node(r["n"]) for r in rows}
+        return {r["n"]["id"]: node_from_row(r["n"]) for r in rows}
 
     def existing_ids(self, namespace: str, ids: Sequence[str]) -> set[str]:
         wanted = list(dict.fromkeys(ids))
@@ -580,12 +571,12 @@ class Neo4jStore(Neo4jVectors, GraphStore):
     def upsert_nodes(self, nodes: Sequence[Node]) -> None:
         self._write_rows(
             "UNWIND $rows AS r MERGE (n:Memory {ns: r.ns, id: r.id}) SET n = r",
-            [_node_row(n) for n in nodes],
+            [node_row(n) for n in nodes],
         )
 
     def insert_nodes(self, nodes: Sequence[Node]) -> None:
         self._write_rows(
-            "UNWIND $rows AS r CREATE (n:Memory) SET n = r", [_node_row(n) for n in nodes]
+            "UNWIND $rows AS r CREATE (n:Memory) SET n = r", [node_row(n) for n in nodes]
         )
 
     def _write_rows(self, query: str, rows: Sequence[Any], **params: Any) -> None:
@@ -608,7 +599,7 @@ class Neo4jStore(Neo4jVectors, GraphStore):
             bad = set(adj.fields) - UPDATABLE_FIELDS
             if bad:
                 raise InvalidInput(f"cannot update node fields {sorted(bad)}", field="fields")
-            values = dict(_field_value(f, v) for f, v in adj.fields.items())
+            values = dict(field_value(f, v) for f, v in adj.fields.items())
             if adj.base_delta or adj.degree_delta or adj.key_delta or values:
                 rows.append(
                     {
@@ -767,7 +758,7 @@ class Neo4jStore(Neo4jVectors, GraphStore):
         # Grouped per id in the order asked, outgoing edges first (as the Kùzu store does).
         by_id: dict[str, list[Incident]] = {i: [] for i in dict.fromkeys(ids)}
         for r in rows:
-            i, other = r["i"], _to_node(r["m"])
+            i, other = r["i"], node_from_row(r["m"])
             src, dst = (i, other.id) if r["out"] else (other.id, i)
             by_id[i].append(Incident(i, _to_edge(namespace, src, dst, r["e"]), other))
         return [inc for group in by_id.values() for inc in group]
@@ -777,7 +768,7 @@ class Neo4jStore(Neo4jVectors, GraphStore):
         self, namespace: str, query: str, max_tier: Tier, pool: int, kinds: Sequence[str] = ()
     ) -> list[tuple[Node, float]]:
         rows = self._text(namespace, query, max_tier, pool, pool, kinds, _NODE)
-        return [(_to_node(r["n"]), float(r["score"])) for r in rows]
+        return [(node_from_row(r["n"]), float(r["score"])) for r in rows]
 
     def text_matches(
         self, namespace: str, query: str, max_tier: Tier, pool: int, kinds: Sequence[str] = ()
@@ -882,7 +873,7 @@ class Neo4jStore(Neo4jVectors, GraphStore):
             f"{_KINDS} RETURN {_NODE} AS n ORDER BY n.key DESC, n.id LIMIT $lim",
             {"ns": namespace, "mt": int(max_tier), "lim": int(limit), "kinds": list(kinds)},
         )
-        return [_to_node(r["n"]) for r in rows]
+        return [node_from_row(r["n"]) for r in rows]
 
     def review_queue(self, namespace: str, limit: int) -> list[Node]:
         rows = self._read(
@@ -890,7 +881,7 @@ class Neo4jStore(Neo4jVectors, GraphStore):
             "ORDER BY n.queued_us, n.id LIMIT $lim",
             {"ns": namespace, "lim": int(limit)},
         )
-        return [_to_node(r["n"]) for r in rows]
+        return [node_from_row(r["n"]) for r in rows]
 
     def scan_nodes(self, namespace: str, batch: int = 5000) -> Iterator[list[Node]]:
         after = ""
@@ -902,7 +893,7 @@ class Neo4jStore(Neo4jVectors, GraphStore):
             )
             if not rows:
                 return
-            yield [_to_node(r["n"]) for r in rows]
+            yield [node_from_row(r["n"]) for r in rows]
             after = rows[-1]["n"]["id"]
 
     def scan_edges(self, namespace: str, batch: int = 5000) -> Iterator[list[Edge]]:
