@@ -429,7 +429,6 @@ class KuzuStore(KuzuVectors, GraphStore):
         self._depth = 0
         self._begun = False  # the current transaction has sent BEGIN
         self._sealed = False  # ... or was committed by a final write_event
-        self._read_only = read_only
         # Prepared once per query text: measured ~30% faster than re-planning on every call.
         self._prepared: dict[str, Any] = {}
         self._cache = _RecallCache()
