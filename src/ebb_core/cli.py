@@ -312,8 +312,9 @@ def main(ctx: click.Context, db: str | None, backend: str | None, namespace: str
 pass_ctx = click.make_pass_decorator(Ctx)
 
 
-def _node_table(rows: list[Any], title: str | None = None) -> Table:
-    t = Table(title=title, show_lines=False)
+def _node_table(rows: list[Any]) -> Table:
+    """``ebb list``'s table: one memory a row."""
+    t = Table(show_lines=False)
     for col in ("id", "kind", "tier", "text"):
         t.add_column(col, overflow="fold")
     for n in rows:
