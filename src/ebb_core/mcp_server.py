@@ -34,25 +34,25 @@ from __future__ import annotations
 
 import functools
 import gc
-import inspect
 import json
 import logging
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from .cli import store_options
 from .engine import DEFAULT_NAMESPACE, Brain
 from .errors import BackendUnavailable, EbbError, InvalidInput, StoreLocked
 from .handoff import RequestFile
-from .tools import CATALOG, ToolSpec
+from .mcp_tools import add_tools, check_arguments, compact, explain_invalid
+from .tools import INSTRUCTIONS
 from .validation import MAX_LIST, validate_namespace
 
 if TYPE_CHECKING:
@@ -102,25 +102,6 @@ log = logging.getLogger("ebb.mcp")
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
-
-INSTRUCTIONS = """\
-Ebb is your long-term memory, kept as a graph. Each memory (a fact, decision, preference, person,
-meeting, note) is a node; links between memories are typed, weighted and timestamped.
-Relevance is recency-weighted connection strength: memories you use and link stay alive, unused
-ones fade into archive tiers (hot → warm → cold) by themselves.
-
-- Before answering anything that may depend on earlier sessions, call `recall`; each hit says
-  why it surfaced.
-- When you learn something durable, `remember` it (one idea per memory) and link it to the
-  memories it refers to (`links`, or `connect`).
-- When a recalled memory actually helped, `reinforce` it.
-- To read memories whose ids you know, `read` them; to see the context around one (linked
-  decisions, people, meetings), `explore` it. Both only look unless you ask them to reinforce.
-- When a fact or decision changed, `remember` the new one with `supersedes` naming the old one:
-  the old memory is kept but ranks below its replacement.
-- If a memory is wrong or obsolete, `forget` it: that only queues it for a person to review.
-  You cannot delete anything; a person approves deletions with the `ebb` command line.
-"""
 
 BUSY = "Nothing was changed; try again in a few seconds."
 """The end of the tool error a call gets when another process kept the store past its wait."""
@@ -325,7 +306,7 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
     try:
         from mcp.server.mcpserver import Context, MCPServer
         from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-        from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
+        from mcp.types import CallToolResult, InputRequiredResult
     except ImportError as exc:
         raise BackendUnavailable(
             f"the MCP server needs its extra: pip install 'ebb-memory[mcp]' ({exc})"
@@ -348,8 +329,6 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
                 "call is one transaction: the store has all of this call's change or none of it."
             ) from None
 
-    params: dict[str, frozenset[str]] = {}
-
     class EbbServer(MCPServer[Any]):
         async def call_tool(
             self,
@@ -364,7 +343,7 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
                 if isinstance(exc.__cause__, ValidationError):
                     raise ToolError(explain_invalid(name, exc.__cause__)) from exc.__cause__
                 raise
-            return _compact(result)
+            return compact(result)
 
         async def run_stdio_async(self) -> None:
             """The SDK's stdio transport, with Ebb's reader in front of it (see mcp_wire)."""
@@ -398,24 +377,13 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
         log_level="WARNING",
     )
 
-    for spec in CATALOG:
-        params[spec.name] = frozenset(spec.args.model_fields)
-        fn = _tool_function(spec, run)
-        server.add_tool(
-            _on_loop_when_free(fn, access) if spec.short else fn,
-            name=spec.name,
-            title=spec.title,
-            description=spec.description,
-            annotations=ToolAnnotations(
-                title=spec.title,
-                read_only_hint=spec.read_only,
-                destructive_hint=False,
-                idempotent_hint=spec.idempotent,
-                open_world_hint=False,
-            ),
-            structured_output=True,
-        )
-        _inline_output_schema(server, spec.name)
+    params = add_tools(server, run, lambda fn: _on_loop_when_free(fn, access))
+    _add_resources(server, run, ResourceError)
+    return server
+
+
+def _add_resources(server: MCPServer[Any], run: Callable[..., str], error: type[Exception]) -> None:
+    """The two read-only resources: the store's counts and the review queue, as JSON."""
 
     @server.resource(
         "ebb://stats",
@@ -425,7 +393,7 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
         mime_type="application/json",
     )
     def stats_resource() -> str:
-        return run("stats", lambda b: b.stats().model_dump_json(indent=2), ResourceError)
+        return run("stats", lambda b: b.stats().model_dump_json(indent=2), error)
 
     @server.resource(
         "ebb://review-queue",
@@ -440,9 +408,7 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
             items = [i.model_dump(mode="json") for i in b.review_queue(MAX_LIST)]
             return json.dumps({"count": len(items), "items": items}, indent=2, ensure_ascii=False)
 
-        return run("review queue", work, ResourceError)
-
-    return server
+        return run("review queue", work, error)
 
 
 def _on_loop_when_free(fn: Callable[..., T], access: StoreAccess) -> Callable[..., Any]:
@@ -467,161 +433,6 @@ def _on_loop_when_free(fn: Callable[..., T], access: StoreAccess) -> Callable[..
         return await anyio.to_thread.run_sync(functools.partial(fn, **kwargs))
 
     return call
-
-
-def _inline_output_schema(server: Any, name: str) -> None:
-    """Publish the tool's output schema with its ``$ref``s inlined.
-
-    The SDK's client validates every structured result against the schema; with pydantic's
-    ``$defs``/``$ref`` layout that costs twice as long as with the same schema inlined (about
-    7 ms against 3.5 ms for a ten-hit recall on a busy 2-core machine). The SDK reads the
-    schema from the tool's metadata on each call, so replacing it here is all it takes.
-    """
-    manager = getattr(server, "_tool_manager", None)
-    registered = manager.get_tool(name) if manager is not None else None
-    metadata = getattr(registered, "fn_metadata", None)
-    schema = getattr(metadata, "output_schema", None)
-    if metadata is None or not isinstance(schema, dict) or "$defs" not in schema:
-        return
-    defs = schema["$defs"]
-
-    def inline(value: Any, seen: tuple[str, ...]) -> Any:
-        if isinstance(value, dict):
-            ref = value.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                target = ref.removeprefix("#/$defs/")
-                if target in seen or target not in defs:  # recursive: keep the reference
-                    return value
-                merged = {**defs[target], **{k: v for k, v in value.items() if k != "$ref"}}
-                return inline(merged, (*seen, target))
-            return {k: inline(v, seen) for k, v in value.items() if k != "$defs"}
-        if isinstance(value, list):
-            return [inline(v, seen) for v in value]
-        return value
-
-    flat = inline(schema, ())
-    if "$ref" not in json.dumps(flat):
-        metadata.output_schema = flat
-
-
-def _compact(result: T) -> T:
-    """The result's text copy of its structured content as compact JSON (the SDK indents it).
-
-    Written by pydantic's serializer: the same text as ``json.dumps(..., ensure_ascii=False,
-    separators=(",", ":"))`` in half the time (0.04 against 0.085 ms for a ten-hit recall).
-    """
-    from mcp.types import CallToolResult, TextContent
-    from pydantic_core import to_json
-
-    if (
-        isinstance(result, CallToolResult)
-        and not result.is_error
-        and isinstance(result.structured_content, dict)
-        and len(result.content) == 1
-    ):
-        text = to_json(result.structured_content).decode()
-        return result.model_copy(update={"content": [TextContent(type="text", text=text)]})
-    return result
-
-
-def _tool_function(spec: ToolSpec[Any, Any], run: Callable[..., Any]) -> Callable[..., Any]:
-    """A catalog tool as the plain function the SDK registers: its signature (the catalog's
-    arguments, with their descriptions and limits, and the output model) is what the SDK
-    publishes as the tool's input and output schemas and validates each call against."""
-
-    def call(**kwargs: Any) -> Any:
-        args = spec.args.model_construct(**kwargs)  # the SDK validated them on the same fields
-        return run(spec.name, lambda b: spec.structured(args, spec.run(b, args, "agent")))
-
-    params = [
-        inspect.Parameter(
-            name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=inspect.Parameter.empty if info.is_required() else info.default,
-            annotation=_annotated(
-                (info.annotation, *info.metadata, Field(description=info.description))
-            ),
-        )
-        for name, info in spec.args.model_fields.items()
-    ]
-    call.__name__ = call.__qualname__ = spec.name
-    call.__doc__ = spec.description
-    call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        params, return_annotation=spec.output
-    )
-    return call
-
-
-def _annotated(parts: tuple[Any, ...]) -> Any:
-    """``Annotated[type, *metadata]`` from a tuple (the same as writing it out)."""
-    return Annotated[parts]
-
-
-def check_arguments(
-    tool: str, arguments: Mapping[str, Any], allowed: frozenset[str] | None
-) -> None:
-    """Refuse unknown argument names and strings that are not valid Unicode, before any work."""
-    from mcp.server.mcpserver.exceptions import ToolError
-
-    from .mcp_wire import WIRE_ERROR_KEY
-
-    if WIRE_ERROR_KEY in arguments:  # refused on the wire already (see mcp_wire)
-        raise ToolError(str(arguments[WIRE_ERROR_KEY]))
-    if allowed is not None:
-        unknown = sorted(k for k in arguments if k not in allowed)
-        if unknown:
-            takes = ", ".join(sorted(allowed)) or "no arguments"
-            raise ToolError(
-                f"invalid arguments for {tool}: unknown argument "
-                + ", ".join(repr(u[:40]) for u in unknown[:5])
-                + f" ({tool} takes: {takes})"
-            )
-    bad = _bad_unicode(arguments)
-    if bad is not None:
-        raise ToolError(
-            f"invalid arguments for {tool}: {bad} contains an unpaired UTF-16 surrogate, which "
-            "is not valid Unicode text; send valid UTF-8"
-        )
-
-
-def _bad_unicode(value: Any, where: str = "") -> str | None:
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return where or "a value"
-        return None
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            found = _bad_unicode(k, where or "a key") or _bad_unicode(
-                v, f"{where}.{k}" if where else str(k)
-            )
-            if found:
-                return found
-    elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            found = _bad_unicode(v, f"{where}[{i}]")
-            if found:
-                return found
-    return None
-
-
-def explain_invalid(tool: str, error: ValidationError) -> str:
-    """A schema violation as one line naming each bad argument (never echoing its value)."""
-    parts = []
-    for e in error.errors(include_url=False):
-        loc = ".".join(str(p) for p in e["loc"]) or "arguments"
-        if e["type"] == "missing":
-            parts.append(f"{loc} is required")
-            continue
-        got = type(e.get("input")).__name__
-        got = {"NoneType": "null", "str": "string", "dict": "object", "list": "array"}.get(got, got)
-        parts.append(f"{loc}: {e['msg']} (got {got})")
-    more = f" (and {len(parts) - 5} more)" if len(parts) > 5 else ""
-    return f"invalid arguments for {tool}: " + "; ".join(parts[:5]) + more
-
-
-# -- running it ----------------------------------------------------------------------------------
 
 
 def serve(

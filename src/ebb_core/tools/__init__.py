@@ -24,6 +24,7 @@ from .write import CONNECT, FORGET, MAINTAIN, PIN, REINFORCE, REMEMBER
 __all__ = [
     "AGENT_TOOLS",
     "CATALOG",
+    "INSTRUCTIONS",
     "TOOLS",
     "Args",
     "ToolSpec",
@@ -50,6 +51,28 @@ CATALOG: tuple[ToolSpec[Any, Any], ...] = (
 """Every tool, in the order clients list them."""
 
 TOOLS: dict[str, ToolSpec[Any, Any]] = {t.name: t for t in CATALOG}
+
+
+INSTRUCTIONS = """\
+Ebb is your long-term memory, kept as a graph. Each memory (a fact, decision, preference, person,
+meeting, note) is a node; links between memories are typed, weighted and timestamped.
+Relevance is recency-weighted connection strength: memories you use and link stay alive, unused
+ones fade into archive tiers (hot → warm → cold) by themselves.
+
+- Before answering anything that may depend on earlier sessions, call `recall`; each hit says
+  why it surfaced.
+- When you learn something durable, `remember` it (one idea per memory) and link it to the
+  memories it refers to (`links`, or `connect`).
+- When a recalled memory actually helped, `reinforce` it.
+- To read memories whose ids you know, `read` them; to see the context around one (linked
+  decisions, people, meetings), `explore` it. Both only look unless you ask them to reinforce.
+- When a fact or decision changed, `remember` the new one with `supersedes` naming the old one:
+  the old memory is kept but ranks below its replacement.
+- If a memory is wrong or obsolete, `forget` it: that only queues it for a person to review.
+  You cannot delete anything; a person approves deletions with the `ebb` command line.
+"""
+"""How to use the tools, for a model: the MCP server sends it as its instructions; it suits an
+agent's system prompt in the other frameworks too."""
 
 AGENT_TOOLS = ("remember", "recall", "connect", "forget")
 """The tools the LangChain and LlamaIndex adapters give an agent unless asked for others: the
