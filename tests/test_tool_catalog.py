@@ -211,3 +211,31 @@ def test_the_old_argument_names_still_work_for_one_release(
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the new names warn about nothing
         lc_connect.invoke({"src": "p:ravi", "dst": "p:dana"})
+
+
+def test_adapter_settings_become_argument_defaults(
+    open_brain: Callable[[str], Brain], clock: FixedClock
+) -> None:
+    brain = open_brain("one")
+    for n in range(3):
+        brain.remember(f"Acme note number {n}", id=f"note:acme-{n}")
+    clock.advance(days=200)
+    brain.remember("Something fresh keeps the namespace active")
+    brain.maintain()
+    assert brain.get("note:acme-0").tier.label in ("warm", "cold")
+    everywhere = {t.name: t for t in create_ebb_tools(brain)}["recall"]
+    hot_only = {t.name: t for t in create_ebb_tools(brain, depth=1)}["recall"]
+    assert hot_only.tool_call_schema.model_json_schema()["properties"]["depth"]["default"] == 1
+    assert "note:acme-0" in everywhere.invoke({"query": "Acme", "reinforce": False})
+    assert hot_only.invoke({"query": "Acme"}) == "No memories found."
+    assert "note:acme-" in hot_only.invoke({"query": "Acme", "depth": 3, "reinforce": False})
+
+    one = EbbToolSpec(brain, k=1, reinforce=False).to_tool_list(["recall"])[0]
+    before = brain.activation("note:acme-1")
+    text = one.call(query="Acme", depth=3).content
+    assert text.count("\n   why:") == 1  # k=1: one hit
+    assert brain.activation("note:acme-1") == before  # reinforce=False: nothing counted as used
+    # the catalog's own call gives the same text as the adapters
+    assert TOOLS["recall"](brain, {"query": "Acme", "k": 1, "depth": 3, "reinforce": False}) == (
+        text
+    )
