@@ -56,6 +56,28 @@ async def test_the_store_stays_open_between_calls_and_is_let_go_when_idle(tmp_pa
     assert not access.is_open
 
 
+async def test_held_reinforcement_is_written_when_the_idle_store_is_let_go_of(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "idle.kuzu"
+    access = StoreAccess(
+        db, backend="kuzu", namespace=NS, idle_release=0.5, reinforcement_delay=600
+    )
+    try:
+        async with Client(build_server(access)) as c:
+            made = await call(c, "remember", text="harbor lantern", id="note:a")
+            hits = (await call(c, "recall", query="lantern", k=3))["hits"]
+            assert [h["id"] for h in hits] == ["note:a"]
+            await wait_until(lambda: not access.is_open)
+            assert access.releases["idle"] == 1
+            with Brain.open(db, backend="kuzu", namespace=NS) as brain:
+                read = brain.get("note:a").last_read_at
+            assert read is not None
+            assert read > datetime.fromisoformat(made["last_read_at"])
+    finally:
+        access.close()
+
+
 async def test_an_ebb_command_asks_a_holding_server_to_let_go(tmp_path: Path) -> None:
     db = tmp_path / "asked.kuzu"
     access = StoreAccess(db, backend="kuzu", namespace=NS, idle_release=600)
