@@ -270,11 +270,17 @@ class GroupedStore(GraphStore):
             return dict(nodes)
         return {i: _node(n, held[i]) if i in held else n for i, n in nodes.items()}
 
-    def _over_match(self, namespace: str, m: Match) -> Match:
-        adj = self._held.get(namespace, {}).get(m.id)
-        if adj is None or not adj.key_delta:
-            return m
-        return replace(m, key=m.key + adj.key_delta)
+    def _over_matches(self, namespace: str, found: list[Match]) -> list[Match]:
+        held = self._held.get(namespace)
+        if not held:
+            return found
+        out = []
+        for m in found:
+            adj = held.get(m.id)
+            if adj is not None and adj.key_delta:
+                m = Match(m.id, m.score, m.key + adj.key_delta, m.pinned, m.tier, m.kind)
+            out.append(m)
+        return out
 
     def get_nodes(self, namespace: str, ids: Sequence[str]) -> dict[str, Node]:
         with self._lock:
@@ -312,7 +318,7 @@ class GroupedStore(GraphStore):
 
     def matches_for(self, namespace: str, ids: Sequence[str]) -> list[Match]:
         with self._lock:
-            return [self._over_match(namespace, m) for m in self.inner.matches_for(namespace, ids)]
+            return self._over_matches(namespace, self.inner.matches_for(namespace, ids))
 
     def superseded_by(
         self, namespace: str, ids: Sequence[str] | None = None
@@ -334,18 +340,17 @@ class GroupedStore(GraphStore):
     ) -> list[Match]:
         with self._lock:
             found = self.inner.text_matches(namespace, query, max_tier, pool, kinds)
-            if namespace not in self._held:
-                return found
-            return [self._over_match(namespace, m) for m in found]
+            return self._over_matches(namespace, found)
 
     def vector_matches(
         self, namespace: str, vector: Any, pool: int, max_tier: Tier, kinds: Sequence[str] = ()
     ) -> list[tuple[Match, float]]:
         with self._lock:
             found = self.inner.vector_matches(namespace, vector, pool, max_tier, kinds)
-            if namespace not in self._held:
+            if not self._held.get(namespace):
                 return found
-            return [(self._over_match(namespace, m), sim) for m, sim in found]
+            over = self._over_matches(namespace, [m for m, _ in found])
+            return [(m, sim) for m, (_, sim) in zip(over, found, strict=True)]
 
     def top_by_key(
         self, namespace: str, max_tier: Tier, limit: int, kinds: Sequence[str] = ()
