@@ -163,9 +163,13 @@ class GroupedStore(GraphStore):
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
-        """Around every write: what is held goes first, in the same transaction."""
-        with self.transaction():
-            self._send()
+        """Around every write: what is held goes first, in the caller's transaction; a write
+        made outside any (its own, or DDL such as a first vector table) stays outside one."""
+        with self._lock:
+            if self._depth:
+                self._send()
+            else:
+                self.flush()
             yield
 
     def _hold(self, namespace: str, changes: Mapping[str, Adjustment]) -> None:
@@ -189,7 +193,12 @@ class GroupedStore(GraphStore):
                 return
             try:
                 self.flush()
-            except Exception as exc:  # kept held: the next write, close or timer tries again
+            except Exception as exc:
+                if getattr(self.inner, "_closed", False):  # closed behind this wrapper's back
+                    self._closed = True
+                    log.warning("grouped reinforcement not written: the store was closed")
+                    return
+                # kept held: the next write, close or timer tries again
                 log.warning("could not write grouped reinforcement yet: %s", exc)
                 self._schedule()
 
