@@ -35,7 +35,7 @@ from ebb_core.mcp_server import StoreAccess, build_server
 def build_store(db: Path, corpus: mcp_bench.Corpus) -> None:
     with Brain.open(db, backend="kuzu", namespace=mcp_bench.NAMESPACE) as brain, brain.batch():
         for i, text in enumerate(corpus.texts):
-            links = [f"note:{i - 1:07d}"] if i % 4 == 3 else None
+            links = [f"note:{i - 1:07d}"] if i % 4 == 3 else []
             brain.remember(text, id=f"note:{i:07d}", links=links)
 
 
