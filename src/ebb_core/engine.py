@@ -28,7 +28,7 @@ from . import records, scoring
 from .clock import Clock, SystemClock, as_utc, from_us, to_us
 from .embeddings import META_DIM, META_MODEL, Embedder, EmbedderError
 from .errors import EbbError, InvalidInput, NotFound
-from .grouping import parse_delay, validate_delay
+from .grouping import GroupedStore, parse_delay, validate_delay
 from .model import (
     MAX_ID_LEN,
     MAX_TEXT_LEN,
@@ -99,8 +99,6 @@ class Brain:
         clk = clock or SystemClock()
         lock = threading.RLock()
         if validate_delay(reinforcement_delay):
-            from .grouping import GroupedStore
-
             store = GroupedStore(store, reinforcement_delay, lock)
         self._s = _Shared(store, cfg, clk, lock, 0)
         self._init_scoring()
