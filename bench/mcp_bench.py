@@ -9,7 +9,12 @@ own JSON Lines file, then times, through the ``mcp`` SDK's ``Client``:
 - the reference server ``@modelcontextprotocol/server-memory`` over stdio: ``search_nodes`` and
   ``create_entities`` with one entity; only up to ``--ref-max`` memories (its every call reads
   and scans the whole file), and not past a size where its search p50 went over 2 s;
-- the in-process ``Brain`` on the same store, same queries: what the MCP figures add to.
+- the in-process ``Brain`` on the same store, same queries: what the MCP figures add to, both
+  as the library runs by default (every reinforcement written with its recall) and with the
+  grouped reinforcement ``ebb mcp`` uses (``reinforcement_delay=1``);
+- with ``--other-src DIR``, also ``ebb mcp`` from another source tree (say ``main``'s, from
+  ``git archive main | tar -x -C DIR``) over stdio, in the same turns: an A/B of two versions
+  of the server in one run.
 
 Every side works on its own copy of the store and they take turns call by call (Ebb stdio, Ebb
 HTTP, in-process, reference, then the next query), so all of them meet the same moments of a
@@ -28,6 +33,7 @@ one); without npm it is skipped, and the table says so.
 
     python bench/mcp_bench.py                          # 1k, 10k, 30k, 100k
     python bench/mcp_bench.py --sizes 1000 10000 --json
+    python bench/mcp_bench.py --sizes 1000 10000 --other-src /tmp/base/src
 """
 
 from __future__ import annotations
@@ -204,7 +210,7 @@ def mcp_side(name: str, client: Client, corpus: Corpus, search: str, write: str)
     return Side(name, do_search, do_write)
 
 
-def local_side(brain: Brain, corpus: Corpus) -> Side:
+def local_side(brain: Brain, corpus: Corpus, name: str = "in_process") -> Side:
     """The in-process ``Brain``: what the MCP figures add to."""
 
     async def do_search(q: str) -> Any:
@@ -213,7 +219,7 @@ def local_side(brain: Brain, corpus: Corpus) -> Side:
     async def do_write(i: int) -> Any:
         return brain.remember(corpus.new_texts[i])
 
-    return Side("in_process", do_search, do_write)
+    return Side(name, do_search, do_write)
 
 
 async def interleaved(sides: list[Side], corpus: Corpus, ops: int) -> dict[str, dict[str, Any]]:
@@ -313,10 +319,12 @@ async def run_sides(
     ops: int,
     reference_js: Path | None,
     reference_data: Path | None,
+    other_src: Path | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Ebb over stdio and over HTTP, in process, and the reference server, taking turns."""
     http_db = copy_store(db, db.with_name(db.stem + "-http.kuzu"))
     local_db = copy_store(db, db.with_name(db.stem + "-local.kuzu"))
+    grouped_db = copy_store(db, db.with_name(db.stem + "-grouped.kuzu"))
     async with contextlib.AsyncExitStack() as stack:
         stdio = await stack.enter_async_context(
             Client(StdioServerParameters(command=str(EBB), args=["mcp"], env=store_env(db)))
@@ -324,11 +332,23 @@ async def run_sides(
         url = await stack.enter_async_context(http_server(http_db))
         http = await stack.enter_async_context(Client(url))
         brain = stack.enter_context(Brain.open(local_db, backend="kuzu", namespace=NAMESPACE))
+        grouped = stack.enter_context(
+            Brain.open(grouped_db, backend="kuzu", namespace=NAMESPACE, reinforcement_delay=1.0)
+        )
         sides = [
             mcp_side("ebb_stdio", stdio, corpus, "recall", "remember"),
             mcp_side("ebb_http", http, corpus, "recall", "remember"),
             local_side(brain, corpus),
+            local_side(grouped, corpus, "in_process_grouped"),
         ]
+        if other_src is not None:
+            other_db = copy_store(db, db.with_name(db.stem + "-other.kuzu"))
+            env = {**store_env(other_db), "PYTHONPATH": str(other_src)}
+            params = StdioServerParameters(
+                command=sys.executable, args=["-m", "ebb_core.cli", "mcp"], env=env
+            )
+            other = await stack.enter_async_context(Client(params))
+            sides.append(mcp_side("other_stdio", other, corpus, "recall", "remember"))
         if reference_js is not None and reference_data is not None:
             params = StdioServerParameters(
                 command="node",
@@ -364,7 +384,10 @@ async def approve_while_looping(db: Path, corpus: Corpus) -> dict[str, float]:
         async def loop() -> None:
             nonlocal calls
             while not stop.is_set():
-                await client.call_tool("recall", {"query": corpus.queries[calls % 50], "k": 10})
+                await client.call_tool(
+                    "recall",
+                    {"query": corpus.queries[calls % min(50, len(corpus.queries))], "k": 10},
+                )
                 calls += 1
 
         task = asyncio.create_task(loop())
@@ -423,6 +446,7 @@ def run_size(
     server_js: Path | None,
     with_reference: bool,
     common: tuple[int, int] = (10, 100),
+    other_src: Path | None = None,
 ) -> dict[str, Any]:
     corpus = Corpus(n, ops, common=common)
     data = work / f"ebb-{n}.jsonl"
@@ -442,7 +466,9 @@ def run_size(
     if server_js is not None and with_reference:
         ref_data = work / f"reference-{n}.jsonl"
         corpus.write_reference(ref_data)
-    sides = asyncio.run(run_sides(db, corpus, ops, server_js if ref_data else None, ref_data))
+    sides = asyncio.run(
+        run_sides(db, corpus, ops, server_js if ref_data else None, ref_data, other_src)
+    )
     row.update(sides)
     for name, figures in sides.items():
         log(f"{n:,}: {name} {figures}")
@@ -450,12 +476,22 @@ def run_size(
     log(f"{n:,}: approval {row['approval']}")
     row["load_after"] = round(os.getloadavg()[0], 2)  # a busy machine shows in every p95
     mcp, local, http = row["ebb_stdio"], row["in_process"], row["ebb_http"]
+    grouped = row["in_process_grouped"]
     row["targets"] = {
         "recall_p95_overhead_ms": round(mcp["search"]["p95"] - local["search"]["p95"], 2),
         "remember_p50_overhead_ms": round(mcp["write"]["p50"] - local["write"]["p50"], 2),
+        "recall_p95_over_grouped_ms": round(mcp["search"]["p95"] - grouped["search"]["p95"], 2),
+        "remember_p50_over_grouped_ms": round(mcp["write"]["p50"] - grouped["write"]["p50"], 2),
         "http_over_stdio_recall_p50": round(http["search"]["p50"] / mcp["search"]["p50"], 2),
         "http_over_stdio_remember_p50": round(http["write"]["p50"] / mcp["write"]["p50"], 2),
     }
+    if "other_stdio" in row:
+        other = row["other_stdio"]
+        row["ab_vs_other"] = {
+            f"{op}_{p}": round(mcp[op][p] / other[op][p], 3)
+            for op in ("search", "write")
+            for p in ("p50", "p95")
+        }
     if "reference" in row:
         ref = row["reference"]
         row["targets"]["faster_than_reference"] = {
@@ -515,6 +551,33 @@ def table(rows: list[dict[str, Any]], ref_note: str) -> str:
         )
     lines += [
         "",
+        "| memories | in-process recall p50 / p95, grouped reinforcement | stdio recall p95 over "
+        "it | in-process remember p50, grouped | stdio remember p50 over it |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        t, g = r["targets"], r["in_process_grouped"]
+        lines.append(
+            f"| {r['memories']:,} | {pair(g)} | {t['recall_p95_over_grouped_ms']:+.1f} ms | "
+            f"{one(g)} | {t['remember_p50_over_grouped_ms']:+.1f} ms |"
+        )
+    if any("other_stdio" in r for r in rows):
+        lines += [
+            "",
+            "| memories | other tree's stdio recall p50 / p95 | this / other recall p50, p95 | "
+            "other tree's stdio remember p50 | this / other remember p50 |",
+            "|---|---|---|---|---|",
+        ]
+        for r in rows:
+            if "other_stdio" not in r:
+                continue
+            o, ab = r["other_stdio"], r["ab_vs_other"]
+            lines.append(
+                f"| {r['memories']:,} | {pair(o)} | {ab['search_p50']:.2f}×, "
+                f"{ab['search_p95']:.2f}× | {one(o)} | {ab['write_p50']:.2f}× |"
+            )
+    lines += [
+        "",
         "| memories | `ebb approve` while a client calls recall in a loop | the same with no "
         "server | loop calls served meanwhile |",
         "|---|---|---|---|",
@@ -548,8 +611,15 @@ def main() -> None:
         help="Zipf ranks the common-word queries are drawn from",
     )
     ap.add_argument("--workdir", help="keep the generated stores here (default: a temp dir)")
+    ap.add_argument(
+        "--other-src",
+        type=Path,
+        help="also run `ebb mcp` from this source tree (its src/ folder), in the same turns",
+    )
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = ap.parse_args()
+    if args.other_src is not None and not (args.other_src / "ebb_core").is_dir():
+        sys.exit(f"--other-src {args.other_src}: no ebb_core package there (give its src/ folder)")
     if not EBB.exists():
         sys.exit(f"no ebb command next to {sys.executable}: pip install -e '.[mcp]' first")
     count_client_checks()
@@ -572,6 +642,7 @@ def main() -> None:
                 server_js,
                 n <= args.ref_max and not ref_slow,
                 (args.common_ranks[0], args.common_ranks[1]),
+                args.other_src,
             )
             rows.append(row)
             if "reference" in row and row["reference"]["search"]["p50"] > 2000:

@@ -365,11 +365,14 @@ async def test_mcp_recall_uses_the_env_embedder(
         ):
             done = await client.call_tool("remember", {"text": text, "id": mid})
             assert not done.is_error
-        result = await client.call_tool("recall", {"query": "which database did we pick?"})
+        result = await client.call_tool(
+            "recall", {"query": "which database did we pick?", "explain": True}
+        )
         assert not result.is_error and result.structured_content is not None
         hits = result.structured_content["hits"]
         assert hits[0]["id"] == "d:db"
         assert hits[0]["why"]["similarity"] > 0.3 and "vector" in hits[0]["why"]["found_by"]
+        assert "similarity 0." in hits[0]["why"]["summary"]
 
 
 def test_cli_embed_fills_a_text_only_store(tmp_path: Path) -> None:

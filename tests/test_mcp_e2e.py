@@ -209,7 +209,7 @@ async def test_every_tool_and_a_person_approves_while_serving(
         assert {n["id"] for n in nb["neighbors"]} == {"decision:outcome-pricing", "person:ravi"}
         assert (await call(c, "pin", id="decision:outcome-pricing"))["pinned"] is True
 
-        found = await call(c, "recall", query="Acme pricing", k=3)
+        found = await call(c, "recall", query="Acme pricing", k=3, explain=True)
         top = found["hits"][0]
         assert top["id"] == "fact:acme"
         assert {"acme", "pricing"} <= set(top["why"]["matched_terms"])

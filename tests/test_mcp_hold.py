@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,28 @@ async def test_the_store_stays_open_between_calls_and_is_let_go_when_idle(tmp_pa
     finally:
         access.close()
     assert not access.is_open
+
+
+async def test_held_reinforcement_is_written_when_the_idle_store_is_let_go_of(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "idle.kuzu"
+    access = StoreAccess(
+        db, backend="kuzu", namespace=NS, idle_release=0.5, reinforcement_delay=600
+    )
+    try:
+        async with Client(build_server(access)) as c:
+            made = await call(c, "remember", text="harbor lantern", id="note:a")
+            hits = (await call(c, "recall", query="lantern", k=3))["hits"]
+            assert [h["id"] for h in hits] == ["note:a"]
+            await wait_until(lambda: not access.is_open)
+            assert access.releases["idle"] == 1
+            with Brain.open(db, backend="kuzu", namespace=NS) as brain:
+                read = brain.get("note:a").last_read_at
+            assert read is not None
+            assert read > datetime.fromisoformat(made["last_read_at"])
+    finally:
+        access.close()
 
 
 async def test_an_ebb_command_asks_a_holding_server_to_let_go(tmp_path: Path) -> None:
@@ -137,6 +160,50 @@ async def test_a_person_approves_while_a_client_calls_in_a_tight_loop(
         assert stats["review_queue"] == 0
         assert stats["nodes"] == 1 + calls // 2  # the loop's memories, none lost
         print(f"{transport}: approved in {took[0]:.2f} s during a loop of {calls} calls")
+
+
+async def test_held_reinforcement_reaches_a_person_who_takes_the_store_mid_loop(
+    tmp_path: Path,
+) -> None:
+    """`ebb mcp` holds what recall reinforces (here for up to 10 minutes): a person's command
+    that takes the store while a client recalls in a tight loop still gets in, and finds the
+    loop's reinforcement written (the server writes it as it lets go)."""
+    db = tmp_path / "grouped.kuzu"
+    env = {"EBB_MCP_IDLE_RELEASE": "600", "EBB_REINFORCEMENT_DELAY": "600"}
+    async with connect("stdio", db, **env) as c:
+        await call(c, "remember", text="Seats were priced per user", id="decision:seats")
+        made = await call(c, "remember", text="We price by outcome now", id="decision:outcome")
+        await call(c, "forget", id="decision:seats", reason="superseded")
+        calls = 0
+        stop = anyio.Event()
+
+        async def tight_loop() -> None:
+            nonlocal calls
+            while not stop.is_set():
+                hits = (await call(c, "recall", query="outcome", k=3))["hits"]
+                assert [h["id"] for h in hits] == ["decision:outcome"]
+                calls += 1
+
+        def person() -> tuple[subprocess.CompletedProcess[str], ...]:
+            return (
+                cli(db, "approve", "decision:seats", "--by", "dana", "--json"),
+                cli(db, "get", "decision:outcome", "--json"),
+            )
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(tight_loop)
+            await wait_until(lambda: calls >= 10)
+            approved, shown = await anyio.to_thread.run_sync(person)
+            before = calls
+            await wait_until(lambda: calls >= before + 5)  # the server carries on
+            stop.set()
+    assert approved.returncode == 0, approved.stderr
+    assert json.loads(approved.stdout) == {"deleted": ["decision:seats"]}
+    assert shown.returncode == 0, shown.stderr
+    # created (and counted as read) by remember, read again by the loop's recalls
+    created = datetime.fromisoformat(made["created_at"])
+    assert datetime.fromisoformat(made["last_read_at"]) == created
+    assert datetime.fromisoformat(json.loads(shown.stdout)["last_read_at"]) > created
 
 
 def test_every_name_of_a_store_finds_the_same_request(

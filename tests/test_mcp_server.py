@@ -259,8 +259,14 @@ async def test_read_and_explore_look_without_reinforcing_unless_asked(
 async def test_recall_explains_each_hit(server: Any) -> None:
     async with Client(server) as client:
         await seed(client)
-        result = await call(client, "recall", query="Acme pricing", k=5)
+        # by default each hit's why is its one-line summary (what a model reads)
+        brief = await call(client, "recall", query="Acme pricing", k=5, reinforce=False)
+        why = {h["id"]: h["why"] for h in brief["hits"]}["fact:acme"]
+        assert list(why) == ["summary"]
+        assert "matched 'acme', 'pricing'" in why["summary"] and "2 live links" in why["summary"]
+        result = await call(client, "recall", query="Acme pricing", k=5, explain=True)
         assert result["hint"] is None
+        assert [h["id"] for h in result["hits"]] == [h["id"] for h in brief["hits"]]
         by_id = {h["id"]: h for h in result["hits"]}
         acme = by_id["fact:acme"]["why"]
         assert {"acme", "pricing"} <= set(acme["matched_terms"])
@@ -299,8 +305,13 @@ async def test_supersession_and_versions_through_the_tools(server: Any) -> None:
         )
         hits = (await call(client, "recall", query="we price", k=5, reinforce=False))["hits"]
         assert [h["id"] for h in hits] == ["decision:outcome", "decision:seats"]
+        # the replacement is named even in the brief why; the newer memory has none
         assert hits[1]["why"]["superseded_by"] == ["decision:outcome"]
-        assert hits[0]["why"]["reached"] == "hot"
+        assert "superseded_by" not in hits[0]["why"]
+        assert "superseded by decision:outcome" in hits[1]["why"]["summary"]
+        full = await call(client, "recall", query="we price", k=5, reinforce=False, explain=True)
+        assert full["hits"][0]["why"]["reached"] == "hot"
+        assert full["hits"][0]["why"]["superseded_by"] == []
         # connect with kind supersedes does the same, audited
         await call(client, "remember", text="Seats were $40", kind="fact", id="fact:seat-price")
         await call(client, "remember", text="Tickets are $2", kind="fact", id="fact:ticket")
@@ -601,10 +612,12 @@ def test_command_options_and_the_group_options_reach_serve(
     )
     assert result.exit_code == 0, result.output
     assert seen["args"] == ("http", "127.0.0.1", 9123, "x.kuzu", None, "me")
-    assert seen["kwargs"] == {"wait": 2.0, "idle_release": 5.0}
-    result = runner.invoke(cli.main, ["mcp", "--idle-release", "0.5"])
+    assert seen["kwargs"] == {"wait": 2.0, "idle_release": 5.0, "reinforcement_delay": 1.0}
+    result = runner.invoke(cli.main, ["mcp", "--idle-release", "0.5", "--reinforcement-delay", "0"])
     assert result.exit_code == 0, result.output
-    assert seen["kwargs"] == {"wait": 10.0, "idle_release": 0.5}
+    assert seen["kwargs"] == {"wait": 10.0, "idle_release": 0.5, "reinforcement_delay": 0.0}
+    result = runner.invoke(cli.main, ["mcp", "--reinforcement-delay", "-1"])
+    assert result.exit_code != 0 and "--reinforcement-delay" in result.output
     result = runner.invoke(mcp_command, ["--transport", "carrier-pigeon"])
     assert result.exit_code != 0 and "carrier-pigeon" in result.output
 

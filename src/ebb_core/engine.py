@@ -28,6 +28,7 @@ from . import records, scoring
 from .clock import Clock, SystemClock, as_utc, from_us, to_us
 from .embeddings import META_DIM, META_MODEL, Embedder, EmbedderError
 from .errors import EbbError, InvalidInput, NotFound
+from .grouping import GroupedStore, parse_delay, validate_delay
 from .model import (
     AuditEntry,
     Edge,
@@ -99,11 +100,15 @@ class Brain:
         config: Config | None = None,
         clock: Clock | None = None,
         embedder: Any = None,
+        reinforcement_delay: float = 0.0,
     ) -> None:
         self._ns = validate_namespace(namespace)
         cfg = config or Config()
         clk = clock or SystemClock()
-        self._s = _Shared(store, cfg, clk, threading.RLock(), 0)
+        lock = threading.RLock()
+        if validate_delay(reinforcement_delay):
+            store = GroupedStore(store, reinforcement_delay, lock)
+        self._s = _Shared(store, cfg, clk, lock, 0)
         self._init_scoring()
         self._init_embedder(embedder)
 
@@ -121,6 +126,7 @@ class Brain:
         create: bool = True,
         on_wait: Callable[[str], None] | None = None,
         embedder: Any = None,
+        reinforcement_delay: float | None = None,
     ) -> Brain:
         """Open the store the environment (or the arguments) point at.
 
@@ -135,15 +141,31 @@ class Brain:
         ``Embeddings``, a LlamaIndex ``BaseEmbedding``, a callable from texts to vectors, or a
         name (``"minilm"``: the offline default model); see :mod:`ebb_core.embeddings`.
         ``False`` (or ``"none"``) keeps recall on text alone even in a store that has vectors.
+
+        ``reinforcement_delay`` (default ``EBB_REINFORCEMENT_DELAY``, else 0) > 0 groups what
+        recall reinforces: it counts at once for every read of this ``Brain`` but is written
+        with the next write, at ``close``, or within that many seconds (see
+        :mod:`ebb_core.grouping`); 0 writes it with each recall.
         """
         from .backends import open_store
 
         if embedder is None and os.environ.get("EBB_EMBEDDER", "").strip():
             embedder = os.environ["EBB_EMBEDDER"]
+        if reinforcement_delay is None:
+            raw = os.environ.get("EBB_REINFORCEMENT_DELAY", "").strip()
+            reinforcement_delay = parse_delay(raw, "EBB_REINFORCEMENT_DELAY") if raw else 0.0
+        validate_delay(reinforcement_delay)
         store = open_store(backend=backend, path=path, wait=wait, create=create, on_wait=on_wait)
         try:
             ns = namespace or os.environ.get("EBB_NAMESPACE") or DEFAULT_NAMESPACE
-            return cls(store, namespace=ns, config=config, clock=clock, embedder=embedder)
+            return cls(
+                store,
+                namespace=ns,
+                config=config,
+                clock=clock,
+                embedder=embedder,
+                reinforcement_delay=reinforcement_delay,
+            )
         except BaseException:
             store.close()
             raise
@@ -1081,8 +1103,9 @@ class Brain:
         # a share too small to move a read clock (already read since) writes nothing
         moved = {i: at for i, at in read.items() if at != _opt_us(nodes[i].last_read_at)}
         keys = {i: n.key for i, n in nodes.items()}
-        if moved:
-            keys.update(self._adjust({i: nodes[i] for i in moved}, read=moved))
+        if moved:  # a store may hold these writes a moment (see reinforcement_delay)
+            with self._s.store.grouping():
+                keys.update(self._adjust({i: nodes[i] for i in moved}, read=moved))
         self._promote(nodes, keys, caps)  # use lifts an archived memory even so
 
     def recall(

@@ -50,6 +50,8 @@ from pydantic import ValidationError
 from .cli import store_options
 from .engine import DEFAULT_NAMESPACE, Brain
 from .errors import BackendUnavailable, EbbError, InvalidInput, StoreLocked
+from .grouping import DEFAULT_DELAY as DEFAULT_REINFORCEMENT_DELAY
+from .grouping import validate_delay
 from .handoff import RequestFile
 from .mcp_tools import add_tools, check_arguments, compact, explain_invalid
 from .tools import INSTRUCTIONS
@@ -132,8 +134,10 @@ class StoreAccess:
     - after a call that failed unexpectedly (the next call starts from a fresh open).
 
     On other backends (``hold``, the default off Kùzu) the connection is kept for the server's
-    lifetime. ``opener`` replaces ``Brain.open`` (tests pass one with a fixed clock). Calls
-    within one server take turns.
+    lifetime. What recall reinforces is written grouped (``reinforcement_delay`` seconds at
+    most later, at the next write, or when the store is let go of; see
+    :mod:`ebb_core.grouping`). ``opener`` replaces ``Brain.open`` (tests pass one with a fixed
+    clock). Calls within one server take turns.
     """
 
     def __init__(
@@ -146,8 +150,10 @@ class StoreAccess:
         idle_release: float = DEFAULT_IDLE_RELEASE,
         hold: bool | None = None,
         opener: Callable[[], Brain] | None = None,
+        reinforcement_delay: float = DEFAULT_REINFORCEMENT_DELAY,
     ) -> None:
         self.path = path
+        self.reinforcement_delay = validate_delay(reinforcement_delay)
         self.backend = (backend or os.environ.get("EBB_BACKEND") or "kuzu").strip().lower()
         self.namespace = validate_namespace(
             namespace or os.environ.get("EBB_NAMESPACE") or DEFAULT_NAMESPACE
@@ -195,7 +201,13 @@ class StoreAccess:
     def _open(self, wait: float) -> Brain:
         if self._opener is not None:
             return self._opener()
-        return Brain.open(self.path, backend=self.backend, namespace=self.namespace, wait=wait)
+        return Brain.open(
+            self.path,
+            backend=self.backend,
+            namespace=self.namespace,
+            wait=wait,
+            reinforcement_delay=self.reinforcement_delay,
+        )
 
     def _wanted(self) -> bool:
         return self._requests is not None and self._requests.wanted_by_other()
@@ -445,6 +457,7 @@ def serve(
     *,
     wait: float = DEFAULT_WAIT,
     idle_release: float = DEFAULT_IDLE_RELEASE,
+    reinforcement_delay: float = DEFAULT_REINFORCEMENT_DELAY,
 ) -> None:
     """Serve Ebb's tools until the client goes away (stdio) or the process is stopped (HTTP).
 
@@ -452,14 +465,20 @@ def serve(
     ``path``, ``backend`` and ``namespace`` default to ``EBB_DB_PATH``, ``EBB_BACKEND`` and
     ``EBB_NAMESPACE`` like the CLI. The store is opened now (so a bad path fails here) and
     kept open between calls; on Kùzu it is let go of after ``idle_release`` idle seconds, or as
-    soon as another process asks for it (see :class:`StoreAccess`).
+    soon as another process asks for it (see :class:`StoreAccess`). What recall reinforces is
+    written within ``reinforcement_delay`` seconds (0: with each recall).
     """
     if transport not in ("stdio", "http", "streamable-http"):
         raise InvalidInput(
             f"unknown transport {transport!r}: choose 'stdio' or 'http'", field="transport"
         )
     access = StoreAccess(
-        path, backend=backend, namespace=namespace, wait=wait, idle_release=idle_release
+        path,
+        backend=backend,
+        namespace=namespace,
+        wait=wait,
+        idle_release=idle_release,
+        reinforcement_delay=reinforcement_delay,
     )
     server = build_server(access)
     if access.hold:
@@ -471,6 +490,10 @@ def serve(
         )
     else:
         mode = "opening the store only during each call"
+    if access.reinforcement_delay > 0:
+        mode += (
+            f"; what recall reinforces is written within {access.reinforcement_delay:g} s, grouped"
+        )
     try:
         where = access.check(wait=STARTUP_WAIT)
     except StoreLocked:
@@ -555,6 +578,16 @@ def _note(message: str) -> None:
     "opens it for each call only (EBB_MCP_IDLE_RELEASE). An ebb command that needs the store "
     "gets it after the current call either way.",
 )
+@click.option(
+    "--reinforcement-delay",
+    type=click.FloatRange(min=0, max=3600),
+    default=DEFAULT_REINFORCEMENT_DELAY,
+    show_default=True,
+    envvar="EBB_REINFORCEMENT_DELAY",
+    help="Seconds what recall reinforces may wait to be written, grouped with other writes "
+    "(it counts for the next recall at once); 0 writes it with each recall "
+    "(EBB_REINFORCEMENT_DELAY). A crash loses at most this much reinforcement, never a memory.",
+)
 @click.pass_context
 def mcp_command(
     ctx: click.Context,
@@ -566,6 +599,7 @@ def mcp_command(
     namespace: str | None,
     wait: float,
     idle_release: float,
+    reinforcement_delay: float,
 ) -> None:
     """Serve Ebb's memory tools to an MCP client (stdio by default, or streamable HTTP).
 
@@ -577,7 +611,17 @@ def mcp_command(
     backend = backend or getattr(parent, "backend", None)
     namespace = namespace or getattr(parent, "namespace", None)
     try:
-        serve(transport, host, port, db, backend, namespace, wait=wait, idle_release=idle_release)
+        serve(
+            transport,
+            host,
+            port,
+            db,
+            backend,
+            namespace,
+            wait=wait,
+            idle_release=idle_release,
+            reinforcement_delay=reinforcement_delay,
+        )
     except EbbError as exc:
         raise click.ClickException(str(exc)) from None
     except KeyboardInterrupt:

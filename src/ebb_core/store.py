@@ -139,6 +139,12 @@ class GraphStore(ABC):
         """
         return nullcontext()
 
+    def grouping(self) -> AbstractContextManager[None]:
+        """Writes in this block may be held and written with later ones, while every read
+        sees them at once (the engine's reinforcement of what recall returned; see
+        :mod:`ebb_core.grouping`). A store writes them at once by default."""
+        return nullcontext()
+
     @abstractmethod
     def close(self) -> None:
         """Release the engine (file locks, connections). Safe to call twice."""

@@ -49,6 +49,11 @@ class RecallArgs(Args):
     reinforce: bool = Field(
         True, description="Count the returned memories as used (resets their decay)."
     )
+    explain: bool = Field(
+        False,
+        description="Give each hit's `why` in full (each score part, live links, how it was "
+        "found) besides its one-line summary.",
+    )
 
 
 def _recall(brain: Brain, a: RecallArgs, actor: str) -> list[RecallHit]:
@@ -62,7 +67,7 @@ def _recall(brain: Brain, a: RecallArgs, actor: str) -> list[RecallHit]:
     )
 
 
-def _hit(h: RecallHit) -> Hit:
+def _hit(h: RecallHit, explain: bool) -> Hit:
     w = h.why
     return Hit(
         id=h.node.id,
@@ -72,27 +77,7 @@ def _hit(h: RecallHit) -> Hit:
         tier=tier_label(h.node.tier),
         pinned=h.node.pinned,
         score=h.score,
-        why=Why(
-            summary=w.summary,
-            matched_terms=w.matched_terms,
-            text_score=w.text_score,
-            text_norm=w.text_norm,
-            activation=w.activation,
-            activation_norm=w.activation_norm,
-            edges_part=w.edges_part,
-            read_part=w.read_part,
-            spread_part=w.spread_part,
-            live_links=w.live_links,
-            last_reinforced_at=w.last_reinforced_at,
-            tier=tier_label(w.tier),
-            reached=w.reached,
-            spread_text=w.spread_text,
-            spread_from=w.spread_from,
-            superseded_by=w.superseded_by,
-            similarity=w.similarity,
-            match=w.match,
-            found_by=w.found_by,
-        ),
+        why=Why.of(w, explain),
     )
 
 
@@ -105,7 +90,7 @@ def _recall_result(a: RecallArgs, hits: list[RecallHit]) -> RecallResult:
             if a.depth in (1, 2) and not a.include_archived
             else "nothing matched: try other words"
         )
-    return RecallResult(query=a.query, hits=[_hit(h) for h in hits], hint=hint)
+    return RecallResult(query=a.query, hits=[_hit(h, a.explain) for h in hits], hint=hint)
 
 
 def _recall_text(a: RecallArgs, hits: list[RecallHit]) -> str:
@@ -132,12 +117,13 @@ RECALL: ToolSpec[RecallArgs, list[RecallHit]] = ToolSpec(
 
         Memories are ranked by text match blended with recency-weighted connection strength
         (memories that are used and well linked rank higher; stale ones sink). Each hit comes
-        with `why` it surfaced: the terms it matched, the parts of its activation, its live links,
-        when it was last reinforced, its tier, what linked match it came through and what
-        superseded it. Searches hot memories first and falls through to warm and cold when they
-        match better; depth=1 or 2 limits the search. Memories replaced by newer ones rank
-        below their replacements. Returned memories count as used (the top hit most) unless
-        reinforce=false."""),
+        with `why` it surfaced, in one line: the terms it matched, the parts of its activation,
+        its live links, when it was last reinforced, its tier, what linked match it came through
+        and what superseded it (`superseded_by` lists the replacements); explain=true gives
+        each part as its own field too. Searches hot memories first and falls through to warm
+        and cold when they match better; depth=1 or 2 limits the search. Memories replaced by
+        newer ones rank below their replacements. Returned memories count as used (the top hit
+        most) unless reinforce=false."""),
     args=RecallArgs,
     output=RecallResult,
     run=_recall,

@@ -59,41 +59,83 @@ class Memory(_Out):
         )
 
 
-class Why(_Out):
-    """Why a memory surfaced: its text match, the parts of its activation, its live links."""
+def _absent(value: Any) -> bool:
+    return value is None
 
-    summary: str = Field(description="The reasons in one line.")
-    matched_terms: list[str]
-    text_score: float
-    text_norm: float = Field(description="Text match relative to the best hit, 0..1.")
-    activation: float = Field(description="Recency-weighted connection strength now.")
-    activation_norm: float = Field(description="Activation relative to the most active memory.")
-    edges_part: float = Field(description="Activation from its own links, after decay.")
-    read_part: float = Field(description="Activation from having been read recently.")
-    spread_part: float = Field(description="Activation flowing in from its neighbours.")
-    live_links: list[LiveLink] = Field(description="Links that still count, strongest first.")
-    last_reinforced_at: datetime | None
-    tier: TierLabel
-    reached: str = Field(
-        "", description="Which tier it came from, and why recall went deeper than hot."
+
+def _detail(default: Any = None, **kw: Any) -> Any:
+    """A part of the full explanation: present only with ``explain=true``."""
+    return Field(default, exclude_if=_absent, **kw)
+
+
+class Why(_Out):
+    """Why a memory surfaced. Always: ``summary`` (every reason in one line) and, when newer
+    memories replaced it, ``superseded_by``. With ``explain=true`` also each part on its own:
+    its text match, the parts of its activation, its live links, how recall reached it."""
+
+    summary: str = Field(
+        description="The reasons in one line: matched terms, activation and its parts, live "
+        "links, when last reinforced, tier, similarity, what it spread from, what superseded it."
     )
-    spread_text: float = Field(
-        0.0, description="Text score passed on by linked strong matches (spreading)."
+    superseded_by: list[str] = _detail(
+        description="Memories that replaced this one: it ranks below them; prefer them. "
+        "Present when there are any."
     )
-    spread_from: list[str] = Field(
-        default_factory=list, description="The strong matches linked to it that passed it."
+    matched_terms: list[str] = _detail()
+    text_score: float = _detail()
+    text_norm: float = _detail(description="Text match relative to the best hit, 0..1.")
+    activation: float = _detail(description="Recency-weighted connection strength now.")
+    activation_norm: float = _detail(description="Activation relative to the most active memory.")
+    edges_part: float = _detail(description="Activation from its own links, after decay.")
+    read_part: float = _detail(description="Activation from having been read recently.")
+    spread_part: float = _detail(description="Activation flowing in from its neighbours.")
+    live_links: list[LiveLink] = _detail(description="Links that still count, strongest first.")
+    last_reinforced_at: datetime = _detail(
+        description="When it or one of its live links was last used (absent: never)."
     )
-    superseded_by: list[str] = Field(
-        default_factory=list,
-        description="Memories that replaced this one: it ranks below them; prefer them.",
+    tier: TierLabel = _detail()
+    reached: str = _detail(
+        description="Which tier it came from, and why recall went deeper than hot."
     )
-    similarity: float | None = Field(
-        None, description="Cosine similarity to the query by meaning (None: no embedder)."
+    spread_text: float = _detail(
+        description="Text score passed on by linked strong matches (spreading)."
     )
-    match: float = Field(0.0, description="Text match and similarity fused, 0..1.")
-    found_by: list[str] = Field(
-        default_factory=list, description="How recall found it: text, vector, link, replaces."
+    spread_from: list[str] = _detail(description="The strong matches linked to it that passed it.")
+    similarity: float = _detail(
+        description="Cosine similarity to the query by meaning (absent: no embedder)."
     )
+    match: float = _detail(description="Text match and similarity fused, 0..1.")
+    found_by: list[str] = _detail(description="How recall found it: text, vector, link, replaces.")
+
+    @classmethod
+    def of(cls, why: Any, explain: bool) -> Why:
+        """The tool's view of the engine's explanation: brief, or in full."""
+        if not explain:
+            if why.superseded_by:
+                return cls(summary=why.summary, superseded_by=why.superseded_by)
+            return cls(summary=why.summary)
+        parts = {
+            "summary": why.summary,
+            "superseded_by": why.superseded_by,
+            "matched_terms": why.matched_terms,
+            "text_score": why.text_score,
+            "text_norm": why.text_norm,
+            "activation": why.activation,
+            "activation_norm": why.activation_norm,
+            "edges_part": why.edges_part,
+            "read_part": why.read_part,
+            "spread_part": why.spread_part,
+            "live_links": why.live_links,
+            "last_reinforced_at": why.last_reinforced_at,
+            "tier": tier_label(why.tier),
+            "reached": why.reached,
+            "spread_text": why.spread_text,
+            "spread_from": why.spread_from,
+            "similarity": why.similarity,
+            "match": why.match,
+            "found_by": why.found_by,
+        }
+        return cls(**{k: v for k, v in parts.items() if v is not None})
 
 
 class Hit(_Out):
