@@ -975,9 +975,9 @@ class KuzuStore(KuzuVectors, GraphStore):
 
     def _snapshot_fits(self) -> bool:
         """Whether the row snapshot (~``_SNAPSHOT_ROW_BYTES`` a memory) fits in its share of the
-        memory budget (an eighth: ~530k memories at the default); past that rows are read
+        memory budget (a quarter: ~1.1M memories at the default); past that rows are read
         from the table as needed."""
-        return len(self._cache.offset) * _SNAPSHOT_ROW_BYTES <= self._budget // 8
+        return len(self._cache.offset) * _SNAPSHOT_ROW_BYTES <= self._budget // 4
 
     def _read_row(self, u: str) -> dict[str, Any] | None:
         """The stored row of ``u`` read from the table (one primary-key read, ~0.3-0.7 ms:
@@ -2296,7 +2296,8 @@ def memory_budget_from_env() -> int:
     60% goes to Kùzu's buffer pool (its page cache: Kùzu's own default is 80% of the
     machine's memory, which a large store fills), the rest to this process: the recall
     columns (~0.3 KB a memory: ids, offsets, tiers, keys) always, the row snapshot (~0.5 KB a
-    memory) only while it fits in an eighth of the budget. Past that recall reads the rows it
+    memory) only while it fits in a quarter of the budget, the copy of the full-text index (~8
+    bytes a posting) only while it fits in an eighth. Past that recall reads the rows it
     needs from the table, one primary-key read each (~0.3 ms): the store works at any size,
     only slower.
     """
