@@ -439,6 +439,10 @@ class KuzuStore(KuzuVectors, GraphStore):
         if snapshot is None:  # EBB_KUZU_SNAPSHOT=0 keeps memory down on very large stores
             snapshot = os.environ.get("EBB_KUZU_SNAPSHOT", "1").strip().lower() not in _OFF
         self._snapshot = snapshot
+        # The in-process copy of the full-text index (kuzu_text_index): built at the first warm
+        # search when its postings fit in an eighth of the budget; None until then or without.
+        self._text: Any = None
+        self._text_skip = os.environ.get("EBB_KUZU_TEXT_COPY", "1").strip().lower() in _OFF
         self._meta: dict[str, str | None] = {}
         # old uid -> uids of the memories that supersede it (None: not read yet); only this
         # process writes the file, so the copy stays true until a write it sees changes it
@@ -686,6 +690,7 @@ class KuzuStore(KuzuVectors, GraphStore):
             return "building" if state == "building" else "ready"
 
     def _build_text_index(self) -> None:
+        self._text = None
         # an allowance of 1.5 KB a memory for the index tables (the whole store takes ~1.5 KB)
         self.check_room(extra=self._q("MATCH (m:Memory) RETURN count(*)")[0][0] * 1_500)
         self.set_meta(INDEX_STATE, "building")  # committed before anything is dropped
@@ -698,6 +703,7 @@ class KuzuStore(KuzuVectors, GraphStore):
 
     def _drop_text_index(self) -> None:
         """Remove the index and everything a killed build or drop left of it."""
+        self._text = None
         self._prepared.clear()
         # No entry (or a half-dropped one) fails here: the sweep below removes what is left.
         with suppress(RuntimeError):
@@ -876,6 +882,7 @@ class KuzuStore(KuzuVectors, GraphStore):
         self._rows_cache.clear()
         self._meta.clear()
         self._supersedes = None
+        self._text = None
 
     def close(self) -> None:
         with self._lock:
@@ -967,9 +974,9 @@ class KuzuStore(KuzuVectors, GraphStore):
 
     def _snapshot_fits(self) -> bool:
         """Whether the row snapshot (~``_SNAPSHOT_ROW_BYTES`` a memory) fits in its share of the
-        memory budget (an eighth: ~530k memories at the default); past that rows are read
+        memory budget (a quarter: ~1.1M memories at the default); past that rows are read
         from the table as needed."""
-        return len(self._cache.offset) * _SNAPSHOT_ROW_BYTES <= self._budget // 8
+        return len(self._cache.offset) * _SNAPSHOT_ROW_BYTES <= self._budget // 4
 
     def _read_row(self, u: str) -> dict[str, Any] | None:
         """The stored row of ``u`` read from the table (one primary-key read, ~0.3-0.7 ms:
@@ -1005,6 +1012,8 @@ class KuzuStore(KuzuVectors, GraphStore):
                     f"MERGE (n:Memory {{uid: $uid}}) SET {sets} RETURN offset(id(n))",
                     _node_params(n),
                 )
+                if self._text is not None:
+                    self._text.put(int(rows[0][0]), n.text)
                 if self._cache.ready:
                     self._cache.put(int(rows[0][0]), n)
                 cached = self._rows_cache.get(uid(n.namespace, n.id))
@@ -1021,6 +1030,8 @@ class KuzuStore(KuzuVectors, GraphStore):
                     f"CREATE (n:Memory {{{props}}}) RETURN offset(id(n))", _node_params(n)
                 )
                 self._rows_cache.put(uid(n.namespace, n.id), {**node_row(n), "recent_links": ""})
+                if self._text is not None:
+                    self._text.put(int(rows[0][0]), n.text)
                 if self._cache.ready:
                     self._cache.put(int(rows[0][0]), n)
 
@@ -1038,6 +1049,7 @@ class KuzuStore(KuzuVectors, GraphStore):
         bad = set().union(*groups) - UPDATABLE_FIELDS
         if bad:
             raise InvalidInput(f"cannot update node fields {sorted(bad)}", field="fields")
+        self._texts_changed(namespace, {i: f["text"] for i, f in changes.items() if "text" in f})
         tables = []
         for names, ids in groups.items():
             uids = [uid(namespace, i) for i in ids]
@@ -1223,6 +1235,8 @@ class KuzuStore(KuzuVectors, GraphStore):
                 raise NotFound(f"a memory this change needs is missing from {namespace!r}")
             for k, (u, n) in enumerate(new_uids.items()):
                 self._rows_cache.put(u, rows_of[u])
+                if self._text is not None:
+                    self._text.put(int(rows[0][k]), n.text)
                 if self._cache.ready:
                     self._cache.put(int(rows[0][k]), n)
             for u, encoded in lists.items():
@@ -1254,6 +1268,9 @@ class KuzuStore(KuzuVectors, GraphStore):
     ) -> None:
         """Apply ``changes`` to the in-process copies as :meth:`adjust` applies them to the
         table (a rollback afterwards forgets every copy)."""
+        self._texts_changed(
+            namespace, {i: a.fields["text"] for i, a in changes.items() if "text" in a.fields}
+        )
         cache = self._cache
         if cache.ready:
             if pushed:
@@ -1303,6 +1320,7 @@ class KuzuStore(KuzuVectors, GraphStore):
         self._supersedes = None
         with self.transaction():
             for i in ids:
+                self._texts_changed(namespace, {i: None})
                 self._cache.drop(uid(namespace, i))
                 # the neighbours' recent-link lists name it: unset them, to be rebuilt
                 self._q(
@@ -1333,6 +1351,7 @@ class KuzuStore(KuzuVectors, GraphStore):
 
         self._cache.ready = False
         self._rows_cache.clear()
+        self._text = None  # built again from Kùzu's index at the next search
         n, m = len(nodes["id"]), len(edges["src"])
         node_uids = uids(nodes["namespace"], nodes["id"]) if n else pa.array([], pa.string())
         src = uids(edges["namespace"], edges["src"]) if m else pa.array([], pa.string())
@@ -1761,6 +1780,70 @@ class KuzuStore(KuzuVectors, GraphStore):
                 break
         return out
 
+    def _texts_changed(self, namespace: str, texts: Mapping[str, str | None]) -> None:
+        """Memories of ``namespace`` have new ``texts`` (None: deleted): the text copy
+        follows (or is dropped, to be built again, when it cannot tell their offsets)."""
+        if self._text is None or not texts:
+            return
+        for node_id, text in texts.items():
+            o = self._cache.offset.get(uid(namespace, node_id)) if self._cache.ready else None
+            if o is None:
+                self._text = None
+                return
+            if text is None:
+                self._text.drop(o)
+            else:
+                self._text.put(o, text)
+
+    def _text_copy(self) -> Any:
+        """The in-process copy of the full-text index (see ``kuzu_text_index``), built from
+        Kùzu's index tables on first use; None when it does not fit in an eighth of the memory
+        budget (or ``EBB_KUZU_TEXT_COPY=0``): Kùzu's query answers then."""
+        if self._text is None and not self._text_skip:
+            from .kuzu_text_index import load_from_kuzu
+
+            def arrow(query: str, params: Mapping[str, Any] | None = None) -> Any:
+                result = self._conn.execute(query, dict(params or {}))
+                assert not isinstance(result, list)
+                return result.get_as_arrow(chunk_size=1_000_000).combine_chunks()
+
+            self._ensure_cache()
+            self._exec("CALL enable_internal_catalog=true")
+            try:
+                self._text = load_from_kuzu(
+                    arrow, "Memory", FTS_INDEX, self._budget // 8, self._cache.ns >= 0
+                )
+            except RuntimeError as exc:
+                raise storage_error(exc, self._path) from None
+            finally:
+                self._exec("CALL enable_internal_catalog=false")
+            self._text_skip = self._text is None
+        return self._text
+
+    def _copy_hits(self, namespace: str, query: str, want: int) -> list[tuple[int, float]] | None:
+        """:meth:`_namespace_hits` from the text copy: every match scored (postings of the
+        query's words only), this namespace's kept, its top ``want`` (ties by id)."""
+        import numpy as np
+
+        text = self._text_copy()
+        found = text.search(query) if text is not None else None
+        if found is None:
+            return None
+        cache = self._cache
+        offs, scores = found
+        ours = offs < len(cache.uid)
+        ours[ours] = cache.ns[offs[ours]] == cache.ns_code(namespace)
+        offs, scores = offs[ours], scores[ours]
+        if len(offs) > want:  # the top `want` and whatever ties with the last of them
+            last = scores[np.argpartition(-scores, want - 1)[want - 1]]
+            keep = scores >= last
+            offs, scores = offs[keep], scores[keep]
+        mine = sorted(
+            zip(offs.tolist(), scores.tolist(), strict=True),
+            key=lambda h: (-h[1], cache.uid[h[0]] or ""),
+        )
+        return mine[:want]
+
     def _namespace_hits(self, namespace: str, query: str, want: int) -> list[tuple[int, float]]:
         """The ``want`` best full-text hits among ``namespace``'s memories, as (row offset,
         score), best first (ties by id). Needs the lock and a ready row cache.
@@ -1772,6 +1855,9 @@ class KuzuStore(KuzuVectors, GraphStore):
         """
         import numpy as np
 
+        copied = self._copy_hits(namespace, query, want)
+        if copied is not None:
+            return copied
         cache = self._cache
         code, size = cache.ns_code(namespace), len(cache.uid)
         top = want
@@ -2209,7 +2295,8 @@ def memory_budget_from_env() -> int:
     60% goes to Kùzu's buffer pool (its page cache: Kùzu's own default is 80% of the
     machine's memory, which a large store fills), the rest to this process: the recall
     columns (~0.3 KB a memory: ids, offsets, tiers, keys) always, the row snapshot (~0.5 KB a
-    memory) only while it fits in an eighth of the budget. Past that recall reads the rows it
+    memory) only while it fits in a quarter of the budget, the copy of the full-text index (~8
+    bytes a posting) only while it fits in an eighth. Past that recall reads the rows it
     needs from the table, one primary-key read each (~0.3 ms): the store works at any size,
     only slower.
     """
