@@ -15,6 +15,7 @@ outputs, e.g. another backend's run); it needs matplotlib (``pip install -e '.[b
 
     python bench/bench_core.py --sizes 10000 100000
     python bench/bench_core.py --sizes 10000 100000 1000000 --workdir /tmp/bench --plot curve.png
+    python bench/bench_core.py --sizes --merge kuzu.json neo4j.json --plot both.png  # no new run
     EBB_BACKEND=neo4j python bench/bench_core.py --sizes 100000 --backend neo4j
     python bench/bench_core.py --sizes 100000 --embedder fake:384   # vectors too (see below)
 
@@ -279,7 +280,7 @@ def plot(rows: list[dict[str, Any]], path: str) -> None:
     fig, axes = plt.subplots(2, 2, figsize=(9, 6.5))
     backends = sorted({r["backend"] for r in rows})
     for ax, (title, keys) in zip(axes.flat, PLOTS, strict=True):
-        for backend in backends:
+        for colour, backend in enumerate(backends):  # one colour per backend on every panel
             mine = sorted((r for r in rows if r["backend"] == backend), key=lambda r: r["memories"])
             for key in keys:
                 label = backend + (" (common words)" if key.startswith("common") else "")
@@ -287,6 +288,7 @@ def plot(rows: list[dict[str, Any]], path: str) -> None:
                     [r["memories"] for r in mine],
                     [r[key] for r in mine],
                     marker="o",
+                    color=f"C{colour}",
                     linestyle="--" if key.startswith("common") else "-",
                     label=label,
                 )
@@ -303,7 +305,9 @@ def plot(rows: list[dict[str, Any]], path: str) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument(
+        "--sizes", type=int, nargs="*", default=[10_000, 100_000], help="none: only --plot --merge"
+    )
     ap.add_argument("--backend", default=os.environ.get("EBB_BACKEND", "kuzu"))
     ap.add_argument("--ops", type=int, default=300, help="recalls and remembers per size")
     ap.add_argument("--edges-per-node", type=float, default=5.0)
@@ -337,6 +341,8 @@ def main() -> None:
     if args.plot:
         merged = [r for f in args.merge for r in json.loads(Path(f).read_text())["results"]]
         plot(rows + merged, args.plot)
+    if not rows:  # `--sizes` with no size: the plot of the merged runs only
+        return
     if args.json:
         print(json.dumps({"targets": TARGETS, "results": rows}, indent=2))
         return
