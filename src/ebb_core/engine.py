@@ -1613,6 +1613,8 @@ class Brain:
                 cfg.spread,
                 spreading=spreading,
             )
+            if store.supports_vectors:  # new vectors wait unindexed (see kuzu_vectors)
+                store.index_vectors(self._ns)
             return self._retier(now_us, scanned, rebased, spreading)
 
     def maintain_preview(self) -> list[TierMove]:

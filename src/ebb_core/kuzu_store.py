@@ -877,6 +877,7 @@ class KuzuStore(KuzuVectors, GraphStore):
         self._rows_cache.clear()
         self._meta.clear()
         self._supersedes = None
+        self._forget_vectors()
 
     def close(self) -> None:
         with self._lock:
