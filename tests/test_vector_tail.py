@@ -181,3 +181,36 @@ def test_a_kill_while_moving_the_tail_loses_no_vector(
     assert store.vector_tail_count("t") == 0 and store.vector_count("t") == 20
     assert store.vector_matches("t", q, 1, Tier.COLD)[0][0].id == "n:13"
     brain.close()
+
+
+def test_an_import_builds_the_index_once_and_round_trips_vectors(
+    tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from ebb_core import kuzu_vectors
+
+    monkeypatch.setattr(kuzu_vectors, "TAIL_MIN", 10)
+    src = _brain(tmp_path / "src.kuzu", clock)
+    _fill(src, 25)
+    dump = io.StringIO()
+    src.export(dump)
+    vecs = src.store.vectors_of("t", [f"n:{i}" for i in range(25)])
+    src.close()
+    dst = _brain(tmp_path / "dst.kuzu", clock)
+    store = dst.store
+    assert isinstance(store, KuzuStore)
+    dst.import_(io.StringIO(dump.getvalue()))
+    # the whole import went into a freshly built index, not the tail
+    assert store.vector_count("t") == 25 and store.vector_tail_count("t") == 0
+    back = store.vectors_of("t", [f"n:{i}" for i in range(25)])
+    assert all(np.array_equal(vecs[i], back[i]) for i in vecs)
+    q = FakeEmbedder(DIM).embed_query("note 13 about topic6 and item13")
+    assert store.vector_matches("t", q, 1, Tier.COLD)[0][0].id == "n:13"
+    # the next vectors wait in the tail until maintain finds it long enough
+    for i in range(12):
+        dst.remember(f"extra {i} zebra{i}", id=f"x:{i}")
+    assert store.vector_tail_count("t") == 12
+    dst.maintain()
+    assert store.vector_tail_count("t") == 0 and store.vector_count("t") == 37
+    dst.close()

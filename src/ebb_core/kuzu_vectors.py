@@ -46,7 +46,7 @@ TAIL_PREFIX = "MemoryVectorTail_"
 #: (below it, an exact search of the tail costs less than the index's query)
 TAIL_MIN = 1000
 #: ... and at most this many per ``maintain`` (Kùzu indexes ~65-130 vectors a second here)
-INDEX_BATCH = 5000
+INDEX_BATCH = 2000
 
 
 def _uid(namespace: str, id: str) -> str:
@@ -377,26 +377,30 @@ class KuzuVectors:
             return len(tail) if tail is not None else 0
 
     def index_vectors(
-        self, namespace: str, *, limit: int = INDEX_BATCH, min_tail: int = TAIL_MIN
+        self, namespace: str, *, limit: int | None = None, min_tail: int | None = None
     ) -> int:
-        """Move up to ``limit`` of the namespace's tail vectors into its HNSW index when the
-        tail holds at least ``min_tail``; returns how many moved. The move is one transaction
-        (a kill leaves each vector in one table or the other); the namespace's first move
-        builds the index over the moved rows afterwards (a kill before that leaves them
-        searched exactly until the next move builds it)."""
+        """Move the namespace's tail vectors into its HNSW index when it holds at least
+        ``min_tail``; returns how many moved. Once the index exists, at most ``limit`` move
+        (Kùzu inserts them one by one); the namespace's first move takes the whole tail and
+        builds the index once over it (``limit`` 0: only that first move). Each batch moves in
+        one transaction (a kill leaves each vector in one table or the other); a kill before
+        the build leaves the moved rows searched exactly until the next call builds it.
+        Defaults: ``INDEX_BATCH`` and ``TAIL_MIN``."""
+        limit = INDEX_BATCH if limit is None else limit
+        min_tail = TAIL_MIN if min_tail is None else min_tail
         table, index, tail = _names(namespace)
         with self._lock:
             if table not in self._tables():
                 return 0
             unindexed = self._unindexed(namespace)
             waiting = len(unindexed) if unindexed is not None else 0
-            if waiting == 0 or waiting < min_tail:
+            indexed = self._indexed(table)
+            if waiting == 0 or waiting < min_tail or (indexed and limit <= 0):
                 return 0
             moved = 0
             if tail in self._tables():
-                uids = [
-                    r[0] for r in self._q(f"MATCH (v:{tail}) RETURN v.uid LIMIT $n", {"n": limit})
-                ]
+                take = "" if not indexed else f" LIMIT {int(limit)}"
+                uids = [r[0] for r in self._q(f"MATCH (v:{tail}) RETURN v.uid{take}")]
                 for start in range(0, len(uids), 5000):
                     part = uids[start : start + 5000]
                     with self.transaction():
@@ -409,7 +413,7 @@ class KuzuVectors:
                     moved += len(part)
                     if unindexed is not None:
                         unindexed.remove(part)
-            if not self._indexed(table):
+            if not indexed:
                 present = any(r[1] == index for r in self._rows("CALL show_indexes() RETURN *"))
                 if not present:
                     self._exec(
