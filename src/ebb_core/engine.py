@@ -2271,11 +2271,6 @@ class _Fusion:
     def apply(self, cands: Iterable[_Candidate]) -> None:
         cfg = self.cfg
         w, floor = cfg.vector_weight, self.floor
-        import os as _os
-
-        if _os.environ.get("EBB_XFLOOR") and self.sims:
-            ss = sorted(self.sims.values(), reverse=True)
-            floor = max(floor, ss[min(len(ss) - 1, int(_os.environ["EBB_XFLOOR"]))])
         span = self.best - floor
         group = list(cands)
         for c in group:
