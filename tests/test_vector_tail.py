@@ -214,3 +214,30 @@ def test_an_import_builds_the_index_once_and_round_trips_vectors(
     dst.maintain()
     assert store.vector_tail_count("t") == 0 and store.vector_count("t") == 37
     dst.close()
+
+
+def test_salvage_keeps_every_vector_indexed_or_not(tmp_path: Path, clock: FixedClock) -> None:
+    from ebb_core.repair import salvage
+
+    path = tmp_path / "s.kuzu"
+    brain = _brain(path, clock)
+    _fill(brain, 15)
+    assert brain.store.index_vectors("t", min_tail=1) == 15  # type: ignore[attr-defined]
+    for i in range(15, 20):
+        brain.remember(f"later note {i} on item{i}", id=f"n:{i}")
+    other = brain.scoped("o")
+    other.remember("a memory of another namespace", id="o:1")
+    ids = [f"n:{i}" for i in range(20)]
+    before = brain.store.vectors_of("t", ids)
+    brain.close()
+    rep = salvage(path, tmp_path / "copy.kuzu")
+    assert rep.counts["salvaged vectors"] == 21 and "21 vectors" in rep.actions[-1]
+    copy = _brain(tmp_path / "copy.kuzu", clock)
+    store = copy.store
+    assert isinstance(store, KuzuStore)
+    after = store.vectors_of("t", ids)
+    assert set(after) == set(before) and all(np.array_equal(before[i], after[i]) for i in ids)
+    assert store.vector_count("o") == 1 and store.vector_tail_count("t") == 20
+    q = FakeEmbedder(DIM).embed_query("later note 17 on item17")
+    assert store.vector_matches("t", q, 1, Tier.COLD)[0][0].id == "n:17"
+    copy.close()
