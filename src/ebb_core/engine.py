@@ -1644,6 +1644,8 @@ class Brain:
                 cfg.spread,
                 spreading=spreading,
             )
+            if store.supports_vectors:  # new vectors wait unindexed (see kuzu_vectors)
+                store.index_vectors(self._ns)
             return self._retier(now_us, scanned, rebased, spreading)
 
     def maintain_preview(self) -> list[TierMove]:
@@ -2074,6 +2076,8 @@ class Brain:
                 with self._s.lock:
                     store.put_vectors(ns, [i for i, _ in part], vecs, new=True)
                 n += len(part)
+            with self._s.lock:  # a large first import builds its index once (kuzu_vectors)
+                store.index_vectors(ns, limit=0)
         return n
 
     def embed(
@@ -2298,11 +2302,6 @@ class _Fusion:
     def apply(self, cands: Iterable[_Candidate]) -> None:
         cfg = self.cfg
         w, floor = cfg.vector_weight, self.floor
-        import os as _os
-
-        if _os.environ.get("EBB_XFLOOR") and self.sims:
-            ss = sorted(self.sims.values(), reverse=True)
-            floor = max(floor, ss[min(len(ss) - 1, int(_os.environ["EBB_XFLOOR"]))])
         span = self.best - floor
         group = list(cands)
         for c in group:

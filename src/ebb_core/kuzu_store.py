@@ -883,6 +883,7 @@ class KuzuStore(KuzuVectors, GraphStore):
         self._meta.clear()
         self._supersedes = None
         self._text = None
+        self._forget_vectors()
 
     def close(self) -> None:
         with self._lock:

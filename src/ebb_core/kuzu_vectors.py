@@ -1,22 +1,36 @@
-"""Vectors in the Kùzu store: a ``MemoryVector_<h>`` table per namespace with an HNSW index.
+"""Vectors in the Kùzu store: per namespace, an HNSW-indexed table and an unindexed *tail*.
 
 Kept apart from ``kuzu_store`` (mixed into :class:`~ebb_core.kuzu_store.KuzuStore`): a store
-without an embedder never creates one. A namespace's table (``<h>``: a digest of the namespace,
-so no user text reaches the DDL) is made on its first vector, with the embedder's dimension
-(``FLOAT[dim]``), and its index with Kùzu's bundled ``vector`` extension
-(cosine metric), which follows inserts and deletes, and (unlike Kùzu's full-text index) holds
-the rows a write-ahead log replay brings back (checked on 0.11.3; ``DROP_VECTOR_INDEX`` leaves
-its name behind there, so the index is never dropped and re-made under the same name). Kùzu
-cannot ``SET`` an indexed vector, so replacing one is delete + insert. One index per namespace:
-with one shared index, a 200-memory namespace beside a 10,000-memory one had to search it
-thousands deep for its own neighbours (recall p50 230 ms, measured); now no namespace's size
-changes another's search.
+without an embedder never creates one. A namespace (``<h>``: a digest of it, so no user text
+reaches the DDL) has two tables of ``(uid, ns, vec FLOAT[dim])``, made on its first vector:
+
+- ``MemoryVector_<h>``, with an HNSW index (Kùzu's bundled ``vector`` extension, cosine);
+- ``MemoryVectorTail_<h>``, without one: where every new vector goes (``remember``, imports,
+  ``ebb embed``). Recall searches it exactly, in process (a numpy copy of the tail, loaded on
+  first use and kept in step with this process's writes; a rollback drops it), and merges
+  those hits with the index's.
+
+Why: Kùzu 0.11.3's HNSW index takes 384-dimensional vectors at ~65-130 a second here (17 a
+second under heavy load), which made a remember with a vector 3.6x a text-only one and an
+import of vectors 18x slower; an exact search of a few thousand vectors costs well under a
+millisecond. :meth:`KuzuVectors.index_vectors` (run by ``maintain``) moves a tail that reached
+``TAIL_MIN`` vectors into the index, at most ``INDEX_BATCH`` at a time, in one transaction (a
+kill leaves every vector in one table or the other); a namespace's first move builds the index
+once over the moved rows (``CREATE_VECTOR_INDEX`` after the rows are in, rather than an insert
+per row). Rows of an indexed table whose index is not built yet (a kill between the move and the
+build) are searched exactly with the tail until the next move builds it.
+
+The index is never dropped and re-made under the same name (``DROP_VECTOR_INDEX`` leaves its
+name behind on 0.11.3). Kùzu cannot ``SET`` an indexed vector, so replacing one is delete +
+insert (into the tail). One index per namespace: with one shared index, a 200-memory namespace
+beside a 10,000-memory one had to search it thousands deep for its own neighbours (recall p50
+230 ms, measured); now no namespace's size changes another's search.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, suppress
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +41,12 @@ from .model import Tier
 from .store import Match
 
 PREFIX = "MemoryVector_"
+TAIL_PREFIX = "MemoryVectorTail_"
+#: ``maintain`` moves a namespace's tail into its HNSW index once it holds this many vectors
+#: (below it, an exact search of the tail costs less than the index's query)
+TAIL_MIN = 1000
+#: ... and at most this many per ``maintain`` (Kùzu indexes ~65-130 vectors a second here)
+INDEX_BATCH = 2000
 
 
 def _uid(namespace: str, id: str) -> str:
@@ -35,10 +55,66 @@ def _uid(namespace: str, id: str) -> str:
     return uid(namespace, id)
 
 
-def _names(namespace: str) -> tuple[str, str]:
-    """The vector table and index of ``namespace`` (a digest: only hex reaches the DDL)."""
+def _names(namespace: str) -> tuple[str, str, str]:
+    """The indexed vector table, its index and the tail table of ``namespace`` (a digest: only
+    hex reaches the DDL)."""
     h = hashlib.sha1(namespace.encode("utf-8")).hexdigest()[:20]
-    return f"{PREFIX}{h}", f"memory_vec_{h}"
+    return f"{PREFIX}{h}", f"memory_vec_{h}", f"{TAIL_PREFIX}{h}"
+
+
+class _Tail:
+    """A namespace's unindexed vectors in process: a growing float32 matrix, a uid per row
+    (None: deleted) and each uid's row."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.mat = np.zeros((64, dim), dtype=np.float32)
+        self.uids: list[str | None] = []
+        self.where: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.where)
+
+    def add(self, uids: Sequence[str], mat: np.ndarray) -> None:
+        for u, row in zip(uids, mat, strict=True):
+            i = self.where.get(u)
+            if i is None:
+                i = len(self.uids)
+                if i == len(self.mat):
+                    grown = np.zeros((2 * len(self.mat), self.dim), dtype=np.float32)
+                    grown[:i] = self.mat[:i]
+                    self.mat = grown
+                self.uids.append(u)
+                self.where[u] = i
+            self.mat[i] = row
+
+    def remove(self, uids: Iterable[str]) -> None:
+        for u in uids:
+            i = self.where.pop(u, None)
+            if i is not None:
+                self.uids[i] = None
+                self.mat[i] = 0.0
+        if len(self.uids) > 64 and len(self.where) < len(self.uids) // 2:  # compact
+            live = [i for i, u in enumerate(self.uids) if u is not None]
+            mat = np.zeros((max(64, 2 * len(live)), self.dim), dtype=np.float32)
+            mat[: len(live)] = self.mat[live]
+            self.mat = mat
+            self.uids = [self.uids[i] for i in live]
+            self.where = {u: i for i, u in enumerate(self.uids) if u is not None}
+
+    def search(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The ``k`` rows most similar to ``query`` (exact cosine: rows are unit vectors)."""
+        n = len(self.uids)
+        if not self.where or k <= 0:
+            return []
+        sims = self.mat[:n] @ query
+        top = np.argpartition(-sims, k)[:k] if n > k else np.arange(n)
+        out = []
+        for i in top:
+            u = self.uids[int(i)]
+            if u is not None:
+                out.append((u, float(sims[int(i)])))
+        return out
 
 
 class KuzuVectors:
@@ -48,6 +124,8 @@ class KuzuVectors:
     _vec_dim: int | None = None
     _vec_checked = False
     _vec_tables: set[str] | None = None
+    _vec_indexed: set[str] | None = None
+    _vec_tail: dict[str, _Tail] | None = None
 
     if TYPE_CHECKING:  # provided by KuzuStore
         _lock: Any
@@ -64,10 +142,18 @@ class KuzuVectors:
 
     # -- the tables ----------------------------------------------------------------------------
     def _tables(self) -> set[str]:
+        """Every vector table (indexed and tail) of the store."""
         if self._vec_tables is None or not self._vec_checked:
             with self._lock:
                 rows = self._rows("CALL show_tables() RETURN name")
-                self._vec_tables = {r[0] for r in rows if str(r[0]).startswith(PREFIX)}
+                self._vec_tables = {
+                    r[0] for r in rows if str(r[0]).startswith((PREFIX, TAIL_PREFIX))
+                }
+                self._vec_indexed = {
+                    str(r[0])
+                    for r in self._rows("CALL show_indexes() RETURN *")
+                    if str(r[0]).startswith(PREFIX)
+                }
                 self._vec_dim = None
                 for name in sorted(self._vec_tables)[:1]:
                     for r in self._rows(f"CALL table_info('{name}') RETURN *"):
@@ -76,14 +162,22 @@ class KuzuVectors:
                 self._vec_checked = True
         return self._vec_tables
 
+    def _forget_vectors(self) -> None:
+        """Drop the in-process tails (after a rollback: they may hold what did not happen)."""
+        self._vec_tail = None
+
     def _vector_dim(self) -> int | None:
         self._tables()
         return self._vec_dim
 
     def _table(self, namespace: str) -> str | None:
-        """The namespace's vector table, None when it has none yet."""
-        table, _ = _names(namespace)
+        """The namespace's indexed vector table, None when it has no vectors yet."""
+        table, _, _ = _names(namespace)
         return table if table in self._tables() else None
+
+    def _indexed(self, table: str) -> bool:
+        self._tables()
+        return table in (self._vec_indexed or set())
 
     def ensure_vectors(self, dim: int) -> None:
         """Check that ``dim`` is this store's vector dimension (tables are made per namespace
@@ -97,52 +191,56 @@ class KuzuVectors:
                 "re-embed with `ebb embed --rebuild`"
             )
 
-    def _ensure_table(self, namespace: str, dim: int) -> str:
+    def _ensure_table(self, namespace: str, dim: int) -> tuple[str, str]:
+        """The namespace's indexed table and tail, made if missing (the index is built at the
+        first move into it, see ``index_vectors``)."""
         self.ensure_vectors(dim)
-        table, index = _names(namespace)
+        table, _, tail = _names(namespace)
         tables = self._tables()
-        if table in tables:
-            return table
+        if table in tables and tail in tables:
+            return table, tail
         with self._lock:
-            self._exec(
-                f"CREATE NODE TABLE IF NOT EXISTS {table}(uid STRING PRIMARY KEY, ns STRING, "
-                f"vec FLOAT[{int(dim)}])"
-            )
-            present = any(r[1] == index for r in self._rows("CALL show_indexes() RETURN *"))
-            if not present:
-                self._exec(
-                    f"CALL CREATE_VECTOR_INDEX('{table}', '{index}', 'vec', metric := 'cosine')"
-                )
-            tables.add(table)
+            for name in (table, tail):
+                if name not in tables:
+                    self._exec(
+                        f"CREATE NODE TABLE IF NOT EXISTS {name}(uid STRING PRIMARY KEY, "
+                        f"ns STRING, vec FLOAT[{int(dim)}])"
+                    )
+                    tables.add(name)
             self._vec_dim = dim
-        return table
+        return table, tail
 
     def drop_vectors(self) -> None:
         with self._lock:
             self._prepared.clear()
+            indexed = self._vec_indexed or set()
             for table in sorted(self._tables()):
-                _, index = _names_of_table(table)
-                with suppress(EbbError):
-                    self._exec(f"CALL DROP_VECTOR_INDEX('{table}', '{index}')")
+                if table in indexed:
+                    _, index = _names_of_table(table)
+                    with suppress(EbbError):
+                        self._exec(f"CALL DROP_VECTOR_INDEX('{table}', '{index}')")
                 self._exec(f"DROP TABLE {table}")
             self._vec_tables, self._vec_dim, self._vec_checked = set(), None, True
+            self._vec_indexed, self._vec_tail = set(), None
 
     # -- rows --------------------------------------------------------------------------------
     def put_vectors(
         self, namespace: str, ids: Sequence[str], vectors: Any, *, new: bool = False
     ) -> None:
+        """Store vectors in the namespace's tail (replacing any the memories had)."""
         mat = np.asarray(vectors, dtype=np.float32)
         if len(ids) == 0:
             return
-        table = self._ensure_table(namespace, int(mat.shape[1]))
+        table, tail = self._ensure_table(namespace, int(mat.shape[1]))
         uids = [_uid(namespace, i) for i in ids]
         with self.transaction():
             if not new:
                 self._delete_uids(table, uids)
+                self._delete_uids(tail, uids)
             if len(uids) <= 32:
                 for u, row in zip(uids, mat, strict=True):
                     self._q(
-                        f"CREATE (:{table} {{uid: $u, ns: $ns, vec: $v}})",
+                        f"CREATE (:{tail} {{uid: $u, ns: $ns, vec: $v}})",
                         {"u": u, "ns": namespace, "v": row.tolist()},
                     )
             else:
@@ -157,9 +255,12 @@ class KuzuVectors:
                     }
                 )
                 self._run(
-                    f"LOAD FROM $rows CREATE (:{table} {{uid: u, ns: $ns, vec: v}})",
+                    f"LOAD FROM $rows CREATE (:{tail} {{uid: u, ns: $ns, vec: v}})",
                     {"rows": rows, "ns": namespace},
                 )
+            cached = (self._vec_tail or {}).get(namespace)
+            if cached is not None:  # written through; a rollback drops it (_forget_vectors)
+                cached.add(uids, mat)
 
     def _delete_uids(self, table: str, uids: Sequence[str]) -> None:
         if len(uids) <= 32:
@@ -172,26 +273,64 @@ class KuzuVectors:
         table = self._table(namespace)
         if table is None or not ids:
             return
+        _, _, tail = _names(namespace)
+        uids = [_uid(namespace, i) for i in ids]
         with self.transaction():
-            self._delete_uids(table, [_uid(namespace, i) for i in ids])
+            self._delete_uids(table, uids)
+            if tail in self._tables():
+                self._delete_uids(tail, uids)
+            cached = (self._vec_tail or {}).get(namespace)
+            if cached is not None:
+                cached.remove(uids)
 
     def vectors_of(self, namespace: str, ids: Sequence[str]) -> dict[str, Any]:
         table = self._table(namespace)
         if table is None or not ids:
             return {}
+        _, _, tail = _names(namespace)
+        tables = [t for t in (table, tail) if t in self._tables()]
         out: dict[str, Any] = {}
         for start in range(0, len(ids), 1000):
             chunk = list(ids[start : start + 1000])
-            rows = self._q(
-                f"MATCH (v:{table}) WHERE v.uid IN $us RETURN v.uid, v.vec",
-                {"us": [_uid(namespace, i) for i in chunk]},
-            )
-            by_uid = {r[0]: r[1] for r in rows}
+            by_uid: dict[str, Any] = {}
+            for name in tables:
+                rows = self._q(
+                    f"MATCH (v:{name}) WHERE v.uid IN $us RETURN v.uid, v.vec",
+                    {"us": [_uid(namespace, i) for i in chunk]},
+                )
+                by_uid.update((r[0], r[1]) for r in rows)
             for i in chunk:
                 vec = by_uid.get(_uid(namespace, i))
                 if vec is not None:
                     out[i] = np.asarray(vec, dtype=np.float32)
         return out
+
+    def _unindexed(self, namespace: str) -> _Tail | None:
+        """The namespace's vectors outside any built index (its tail, and the indexed table's
+        rows if its index is not built yet), in process; None when it has none."""
+        table, _, tail = _names(namespace)
+        tables = self._tables()
+        if self._vec_tail is None:
+            self._vec_tail = {}
+        got = self._vec_tail.get(namespace)
+        if got is not None:
+            return got
+        dim = self._vec_dim
+        if dim is None:
+            return None
+        got = _Tail(dim)
+        names = [t for t in (tail,) if t in tables]
+        if table in tables and not self._indexed(table):
+            names.append(table)
+        for name in names:
+            result = self._run(f"MATCH (v:{name}) RETURN v.uid AS u, v.vec AS v", read=True)
+            arrow = result.get_as_arrow(chunk_size=1_000_000)
+            if arrow.num_rows:
+                col = arrow.column("v").combine_chunks()
+                mat = np.asarray(col.flatten().to_numpy(zero_copy_only=False), np.float32)
+                got.add(arrow.column("u").to_pylist(), mat.reshape(-1, dim))
+        self._vec_tail[namespace] = got
+        return got
 
     def vector_matches(
         self, namespace: str, vector: Any, pool: int, max_tier: Tier, kinds: Sequence[str] = ()
@@ -199,33 +338,99 @@ class KuzuVectors:
         table = self._table(namespace)
         if table is None or pool <= 0:
             return []
-        _, index = _names(namespace)
-        q = np.asarray(vector, dtype=np.float32).tolist()
+        _, index, _ = _names(namespace)
+        q = np.asarray(vector, dtype=np.float32)
         want = max(pool, 20)
-        rows = self._q(
-            # efs (the search's candidate list; Kùzu's default is 200): 2 × k, at least 100,
-            # measured 4.6 → 3.0 ms a query at 1,500 memories
-            f"CALL QUERY_VECTOR_INDEX('{table}', '{index}', $q, $k, "
-            f"efs := {max(100, 2 * want)}) RETURN node.uid, distance",
-            {"q": q, "k": want},
-        )
-        rows.sort(key=lambda r: (r[1], r[0]))
-        rows = rows[:pool]
+        found: list[tuple[str, float]] = []
+        with self._lock:
+            if self._indexed(table):
+                rows = self._q(
+                    # efs (the search's candidate list; Kùzu's default is 200): 2 × k, at least
+                    # 100, measured 4.6 → 3.0 ms a query at 1,500 memories
+                    f"CALL QUERY_VECTOR_INDEX('{table}', '{index}', $q, $k, "
+                    f"efs := {max(100, 2 * want)}) RETURN node.uid, distance",
+                    {"q": q.tolist(), "k": want},
+                )
+                found = [(r[0], 1.0 - float(r[1])) for r in rows]
+            tail = self._unindexed(namespace)
+            if tail is not None:
+                found += tail.search(q, want)
+        found.sort(key=lambda r: (-r[1], r[0]))
+        found = found[:pool]
         skip = len(namespace) + 1  # uid = namespace, separator, id
         # what recall blends on, from the store's in-process columns (no join per row)
-        found = {m.id: m for m in self.matches_for(namespace, [r[0][skip:] for r in rows])}
+        by_id = {m.id: m for m in self.matches_for(namespace, [u[skip:] for u, _ in found])}
         out = []
-        for u, distance in rows:
-            m = found.get(u[skip:])
+        for u, sim in found:
+            m = by_id.get(u[skip:])
             if m is None or m.tier > int(max_tier) or (kinds and m.kind not in kinds):
                 continue
-            out.append((m, 1.0 - float(distance)))
+            out.append((m, sim))
         return out
+
+    def vector_tail_count(self, namespace: str) -> int:
+        """How many of the namespace's vectors wait outside its index (searched exactly)."""
+        with self._lock:
+            if self._table(namespace) is None:
+                return 0
+            tail = self._unindexed(namespace)
+            return len(tail) if tail is not None else 0
+
+    def index_vectors(
+        self, namespace: str, *, limit: int | None = None, min_tail: int | None = None
+    ) -> int:
+        """Move the namespace's tail vectors into its HNSW index when it holds at least
+        ``min_tail``; returns how many moved. Once the index exists, at most ``limit`` move
+        (Kùzu inserts them one by one); the namespace's first move takes the whole tail and
+        builds the index once over it (``limit`` 0: only that first move). Each batch moves in
+        one transaction (a kill leaves each vector in one table or the other); a kill before
+        the build leaves the moved rows searched exactly until the next call builds it.
+        Defaults: ``INDEX_BATCH`` and ``TAIL_MIN``."""
+        limit = INDEX_BATCH if limit is None else limit
+        min_tail = TAIL_MIN if min_tail is None else min_tail
+        table, index, tail = _names(namespace)
+        with self._lock:
+            if table not in self._tables():
+                return 0
+            unindexed = self._unindexed(namespace)
+            waiting = len(unindexed) if unindexed is not None else 0
+            indexed = self._indexed(table)
+            if waiting == 0 or waiting < min_tail or (indexed and limit <= 0):
+                return 0
+            moved = 0
+            if tail in self._tables():
+                take = "" if not indexed else f" LIMIT {int(limit)}"
+                uids = [r[0] for r in self._q(f"MATCH (v:{tail}) RETURN v.uid{take}")]
+                for start in range(0, len(uids), 5000):
+                    part = uids[start : start + 5000]
+                    with self.transaction():
+                        self._q(
+                            f"MATCH (v:{tail}) WHERE v.uid IN $us "
+                            f"CREATE (:{table} {{uid: v.uid, ns: v.ns, vec: v.vec}})",
+                            {"us": part},
+                        )
+                        self._q(f"MATCH (v:{tail}) WHERE v.uid IN $us DELETE v", {"us": part})
+                    moved += len(part)
+                    if unindexed is not None:
+                        unindexed.remove(part)
+            if not indexed:
+                present = any(r[1] == index for r in self._rows("CALL show_indexes() RETURN *"))
+                if not present:
+                    self._exec(
+                        f"CALL CREATE_VECTOR_INDEX('{table}', '{index}', 'vec', metric := 'cosine')"
+                    )
+                assert self._vec_indexed is not None
+                self._vec_indexed.add(table)
+                if self._vec_tail is not None:
+                    self._vec_tail.pop(namespace, None)  # its rows from the table are indexed
+            return moved
 
     def without_vectors(
         self, namespace: str, after: str = "", limit: int = 256
     ) -> list[tuple[str, str]]:
         table = self._table(namespace)
+        _, _, tail = _names(namespace)
+        tables = [t for t in (table, tail) if t is not None and t in self._tables()]
         out: list[tuple[str, str]] = []
         cursor = after
         while len(out) < limit:
@@ -237,11 +442,11 @@ class KuzuVectors:
             if not rows:
                 break
             got: set[str] = set()
-            if table is not None:
-                got = {
+            for name in tables:
+                got |= {
                     r[0]
                     for r in self._q(
-                        f"MATCH (v:{table}) WHERE v.uid IN $us RETURN v.uid",
+                        f"MATCH (v:{name}) WHERE v.uid IN $us RETURN v.uid",
                         {"us": [r[2] for r in rows]},
                     )
                 }
@@ -253,7 +458,12 @@ class KuzuVectors:
         table = self._table(namespace)
         if table is None:
             return 0
-        return int(self._q(f"MATCH (v:{table}) RETURN count(*)")[0][0])
+        _, _, tail = _names(namespace)
+        return sum(
+            int(self._q(f"MATCH (v:{name}) RETURN count(*)")[0][0])
+            for name in (table, tail)
+            if name in self._tables()
+        )
 
 
 def _names_of_table(table: str) -> tuple[str, str]:

@@ -377,6 +377,7 @@ def salvage(src: str | Path, dest: str | Path, report: Report | None = None) -> 
                 tables[name] = result.get_as_arrow(chunk_size=1_000_000)
             except RuntimeError as exc:
                 report.actions.append(f"could not read {name} ({exc}): not salvaged")
+        vectors = _read_vectors(conn, report)
     finally:
         conn.close()
         db.close()
@@ -396,16 +397,61 @@ def salvage(src: str | Path, dest: str | Path, report: Report | None = None) -> 
             ):
                 if key != INDEX_STATE:
                     store.set_meta(key, value)
+        # vectors go to each namespace's unindexed tail: maintain indexes them (kuzu_vectors)
+        for ns, (ids, mat) in vectors.items():
+            for start in range(0, len(ids), 50_000):
+                part = slice(start, start + 50_000)
+                store.put_vectors(ns, ids[part], mat[part], new=True)
     finally:
         store.close()
     for name in ("Memory", "Link", "Audit", "Meta"):
         table = tables.get(name)
         report.counts[f"salvaged {name}"] = 0 if table is None else int(table.num_rows)
+    report.counts["salvaged vectors"] = sum(len(ids) for ids, _ in vectors.values())
     report.actions.append(
         f"salvaged into {dest}: "
         + ", ".join(f"{report.counts[f'salvaged {n}']} {n}" for n in ("Memory", "Link", "Audit"))
+        + f", {report.counts['salvaged vectors']} vectors"
     )
     return report
+
+
+def _read_vectors(conn: Any, report: Report) -> dict[str, tuple[list[str], Any]]:
+    """Every vector the raw engine can read (indexed tables and tails), by namespace: the
+    memories' ids and a float32 matrix. A table it cannot read is reported and left out
+    (``ebb embed`` makes those vectors again)."""
+    import numpy as np
+
+    from .kuzu_vectors import PREFIX, TAIL_PREFIX
+
+    out: dict[str, tuple[list[str], Any]] = {}
+    try:
+        names = [
+            str(r[0])
+            for r in _rows(conn, "CALL show_tables() RETURN name")
+            if str(r[0]).startswith((PREFIX, TAIL_PREFIX))
+        ]
+    except RuntimeError as exc:
+        report.actions.append(f"could not list the vector tables ({exc}): vectors not salvaged")
+        return out
+    for name in sorted(names):
+        try:
+            result = conn.execute(f"MATCH (v:{name}) RETURN v.uid, v.ns, v.vec")
+            assert not isinstance(result, list)
+            arrow = result.get_as_arrow(chunk_size=1_000_000)
+        except RuntimeError as exc:
+            report.actions.append(f"could not read {name} ({exc}): its vectors not salvaged")
+            continue
+        if not arrow.num_rows:
+            continue
+        uids, spaces = arrow.column(0).to_pylist(), arrow.column(1).to_pylist()
+        flat = arrow.column(2).combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        mat = np.asarray(flat, dtype=np.float32).reshape(len(uids), -1)
+        for row, (u, ns) in enumerate(zip(uids, spaces, strict=True)):
+            ids, rows = out.setdefault(ns, ([], []))
+            ids.append(u[len(ns) + 1 :])
+            rows.append(mat[row])
+    return {ns: (ids, np.stack(rows)) for ns, (ids, rows) in out.items()}
 
 
 def rebuild_in_place(path: str | Path) -> Path:

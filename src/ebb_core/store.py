@@ -374,6 +374,12 @@ class GraphStore(ABC):
         """Remove every vector of every namespace (re-embedding with another model)."""
         return None
 
+    def index_vectors(self, namespace: str, *, limit: int | None = None) -> int:
+        """Move vectors the store keeps outside its vector index into it, if it keeps any
+        (Kùzu's unindexed tail, see ``kuzu_vectors``), at most ``limit`` once the index
+        exists (0: only a first build; None: the store's batch); returns how many moved."""
+        return 0
+
     @abstractmethod
     def top_by_key(
         self, namespace: str, max_tier: Tier, limit: int, kinds: Sequence[str] = ()

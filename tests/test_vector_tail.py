@@ -1,0 +1,243 @@
+"""Kùzu's unindexed vector tail: new vectors are searched exactly until ``maintain`` moves them
+into the HNSW index, and no kill loses one (see ``ebb_core.kuzu_vectors``).
+
+Plumbing only: the vectors come from :class:`FakeEmbedder`, a FAKE that hashes words and knows
+nothing of meaning (named as one); what is checked is where vectors are and what finds them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ebb_core import Brain, FixedClock
+from ebb_core.embeddings import FakeEmbedder
+from ebb_core.kuzu_store import KuzuStore
+from ebb_core.model import Tier
+
+DIM = 32
+
+
+def _brain(path: Path, clock: FixedClock) -> Brain:
+    return Brain(KuzuStore(path), namespace="t", clock=clock, embedder=FakeEmbedder(DIM))
+
+
+def _fill(brain: Brain, n: int) -> None:
+    for i in range(n):
+        brain.remember(f"note {i} about topic{i % 7} and item{i}", id=f"n:{i}")
+
+
+def _exact_top(store: KuzuStore, ns: str, query: np.ndarray, n: int, k: int) -> list[str]:
+    vecs = store.vectors_of(ns, [f"n:{i}" for i in range(n)])
+    ids = sorted(vecs)
+    sims = np.stack([vecs[i] for i in ids]) @ query
+    order = sorted(range(len(ids)), key=lambda j: (-sims[j], ids[j]))
+    return [ids[j] for j in order[:k]]
+
+
+def test_new_vectors_wait_in_the_tail_and_are_searched_exactly(
+    tmp_path: Path, clock: FixedClock
+) -> None:
+    brain = _brain(tmp_path / "a.kuzu", clock)
+    store = brain.store
+    assert isinstance(store, KuzuStore)
+    _fill(brain, 40)
+    assert store.vector_count("t") == 40 and store.vector_tail_count("t") == 40
+    fake = FakeEmbedder(DIM)
+    for text in ("topic3 item9", "note about topic5", "item33"):
+        q = fake.embed_query(text)
+        got = [m.id for m, _ in store.vector_matches("t", q, 10, Tier.COLD)]
+        assert got == _exact_top(store, "t", q, 40, 10)
+    brain.close()
+
+
+def test_moving_the_tail_into_the_index_keeps_every_vector_and_the_results(
+    tmp_path: Path, clock: FixedClock
+) -> None:
+    brain = _brain(tmp_path / "b.kuzu", clock)
+    store = brain.store
+    assert isinstance(store, KuzuStore)
+    _fill(brain, 30)
+    fake = FakeEmbedder(DIM)
+    queries = [fake.embed_query(t) for t in ("topic3 item9", "item21", "note topic6")]
+
+    def ranked(q: np.ndarray) -> list[tuple[float, str]]:  # ties in either order
+        return sorted((-round(s, 4), m.id) for m, s in store.vector_matches("t", q, 5, Tier.COLD))
+
+    before = [ranked(q) for q in queries]
+    vecs_before = store.vectors_of("t", [f"n:{i}" for i in range(30)])
+    assert store.index_vectors("t", min_tail=10_000) == 0  # below the threshold: stays
+    assert store.index_vectors("t", min_tail=1) == 30
+    assert store.vector_tail_count("t") == 0 and store.vector_count("t") == 30
+    after = [ranked(q) for q in queries]
+    assert after == before  # 30 vectors: the HNSW search is exact
+    vecs_after = store.vectors_of("t", [f"n:{i}" for i in range(30)])
+    assert all(np.array_equal(vecs_before[i], vecs_after[i]) for i in vecs_before)
+    # later vectors go to the tail again and are found beside the indexed ones
+    brain.remember("a brand new thought on zeppelins", id="n:new")
+    assert store.vector_tail_count("t") == 1
+    q = fake.embed_query("zeppelins")
+    assert store.vector_matches("t", q, 3, Tier.COLD)[0][0].id == "n:new"
+    # a changed text replaces its vector, wherever the old one was
+    brain.remember("now about dirigibles", id="n:4")
+    assert store.vector_count("t") == 31
+    q = fake.embed_query("now about dirigibles")
+    assert store.vector_matches("t", q, 3, Tier.COLD)[0][0].id == "n:4"
+    # maintain moves a tail that reached the threshold (module default: not yet here)
+    brain.maintain()
+    assert store.vector_tail_count("t") == 2
+    brain.close()
+
+
+def test_tail_vectors_survive_reopening(tmp_path: Path, clock: FixedClock) -> None:
+    path = tmp_path / "c.kuzu"
+    brain = _brain(path, clock)
+    _fill(brain, 12)
+    brain.close()
+    brain = _brain(path, clock)
+    store = brain.store
+    assert isinstance(store, KuzuStore)
+    assert store.vector_tail_count("t") == 12 and store.vector_count("t") == 12
+    q = FakeEmbedder(DIM).embed_query("note 7 about topic0 and item7")
+    top, sim = store.vector_matches("t", q, 3, Tier.COLD)[0]
+    assert top.id == "n:7" and sim > 0.999
+    hits = brain.recall("note 7 about topic0 and item7", k=3, reinforce=False)
+    assert hits[0].id == "n:7" and "vector" in hits[0].why.found_by
+    brain.close()
+
+
+def test_a_rolled_back_vector_is_not_found(tmp_path: Path, clock: FixedClock) -> None:
+    brain = _brain(tmp_path / "d.kuzu", clock)
+    store = brain.store
+    assert isinstance(store, KuzuStore)
+    _fill(brain, 5)
+    fake = FakeEmbedder(DIM)
+    q = fake.embed_query("quasar")
+    store.vector_matches("t", q, 5, Tier.COLD)  # the tail is now held in process
+    with pytest.raises(RuntimeError, match="abandoned"), store.transaction():
+        store.put_vectors("t", ["n:0"], fake.embed_documents(["quasar"]))
+        raise RuntimeError("abandoned")
+    top = store.vector_matches("t", q, 1, Tier.COLD)[0]
+    assert top[1] < 0.99  # n:0 kept its old vector
+    old = fake.embed_documents(["note 0 about topic0 and item0"])[0]
+    assert np.allclose(store.vectors_of("t", ["n:0"])["n:0"], old)
+    brain.close()
+
+
+def _killed_during_move(db: Path, at: str) -> None:
+    """Fill a store in a child process and kill it (os._exit) when it sends the statement
+    containing ``at`` while moving the tail into the index."""
+    code = textwrap.dedent(
+        f"""
+        import os
+        from ebb_core import Brain, FixedClock
+        from ebb_core.embeddings import FakeEmbedder
+        from ebb_core.kuzu_store import KuzuStore
+        from datetime import datetime, timezone
+        store = KuzuStore({str(db)!r})
+        b = Brain(store, namespace="t", embedder=FakeEmbedder({DIM}),
+                  clock=FixedClock(datetime(2025, 1, 1, tzinfo=timezone.utc)))
+        for i in range(20):
+            b.remember(f"note {{i}} about topic{{i % 7}} and item{{i}}", id=f"n:{{i}}")
+        real_q, real_exec = store._q, store._exec
+        def q(query, params=None):
+            if {at!r} in query:
+                os._exit(9)
+            return real_q(query, params)
+        def ex(query):
+            if {at!r} in query:
+                os._exit(9)
+            return real_exec(query)
+        store._q, store._exec = q, ex
+        store.index_vectors("t", min_tail=1)
+        os._exit(0)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 9, done.stderr
+
+
+@pytest.mark.parametrize("at", ["DELETE v", "CREATE_VECTOR_INDEX"])
+def test_a_kill_while_moving_the_tail_loses_no_vector(
+    tmp_path: Path, clock: FixedClock, at: str
+) -> None:
+    # "DELETE v": inside the move's transaction (nothing moved); "CREATE_VECTOR_INDEX": after
+    # the move committed, before the index was built (the rows wait in an unindexed table)
+    db = tmp_path / "k.kuzu"
+    _killed_during_move(db, at)
+    brain = _brain(db, clock)
+    store = brain.store
+    assert isinstance(store, KuzuStore)
+    assert store.vector_count("t") == 20 and store.vector_tail_count("t") == 20
+    fake = FakeEmbedder(DIM)
+    q = fake.embed_query("note 13 about topic6 and item13")
+    assert store.vector_matches("t", q, 1, Tier.COLD)[0][0].id == "n:13"
+    assert store.index_vectors("t", min_tail=1) == (20 if at == "DELETE v" else 0)
+    assert store.vector_tail_count("t") == 0 and store.vector_count("t") == 20
+    assert store.vector_matches("t", q, 1, Tier.COLD)[0][0].id == "n:13"
+    brain.close()
+
+
+def test_an_import_builds_the_index_once_and_round_trips_vectors(
+    tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from ebb_core import kuzu_vectors
+
+    monkeypatch.setattr(kuzu_vectors, "TAIL_MIN", 10)
+    src = _brain(tmp_path / "src.kuzu", clock)
+    _fill(src, 25)
+    dump = io.StringIO()
+    src.export(dump)
+    vecs = src.store.vectors_of("t", [f"n:{i}" for i in range(25)])
+    src.close()
+    dst = _brain(tmp_path / "dst.kuzu", clock)
+    store = dst.store
+    assert isinstance(store, KuzuStore)
+    dst.import_(io.StringIO(dump.getvalue()))
+    # the whole import went into a freshly built index, not the tail
+    assert store.vector_count("t") == 25 and store.vector_tail_count("t") == 0
+    back = store.vectors_of("t", [f"n:{i}" for i in range(25)])
+    assert all(np.array_equal(vecs[i], back[i]) for i in vecs)
+    q = FakeEmbedder(DIM).embed_query("note 13 about topic6 and item13")
+    assert store.vector_matches("t", q, 1, Tier.COLD)[0][0].id == "n:13"
+    # the next vectors wait in the tail until maintain finds it long enough
+    for i in range(12):
+        dst.remember(f"extra {i} zebra{i}", id=f"x:{i}")
+    assert store.vector_tail_count("t") == 12
+    dst.maintain()
+    assert store.vector_tail_count("t") == 0 and store.vector_count("t") == 37
+    dst.close()
+
+
+def test_salvage_keeps_every_vector_indexed_or_not(tmp_path: Path, clock: FixedClock) -> None:
+    from ebb_core.repair import salvage
+
+    path = tmp_path / "s.kuzu"
+    brain = _brain(path, clock)
+    _fill(brain, 15)
+    assert brain.store.index_vectors("t", min_tail=1) == 15  # type: ignore[attr-defined]
+    for i in range(15, 20):
+        brain.remember(f"later note {i} on item{i}", id=f"n:{i}")
+    other = brain.scoped("o")
+    other.remember("a memory of another namespace", id="o:1")
+    ids = [f"n:{i}" for i in range(20)]
+    before = brain.store.vectors_of("t", ids)
+    brain.close()
+    rep = salvage(path, tmp_path / "copy.kuzu")
+    assert rep.counts["salvaged vectors"] == 21 and "21 vectors" in rep.actions[-1]
+    copy = _brain(tmp_path / "copy.kuzu", clock)
+    store = copy.store
+    assert isinstance(store, KuzuStore)
+    after = store.vectors_of("t", ids)
+    assert set(after) == set(before) and all(np.array_equal(before[i], after[i]) for i in ids)
+    assert store.vector_count("o") == 1 and store.vector_tail_count("t") == 20
+    q = FakeEmbedder(DIM).embed_query("later note 17 on item17")
+    assert store.vector_matches("t", q, 1, Tier.COLD)[0][0].id == "n:17"
+    copy.close()
