@@ -94,6 +94,29 @@ def test_moving_the_tail_into_the_index_keeps_every_vector_and_the_results(
     brain.close()
 
 
+def test_maintain_of_a_grouped_brain_moves_the_tail_into_the_index(
+    tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ebb mcp`` groups reinforcement (a store wrapper): maintain must still index vectors."""
+    from ebb_core import kuzu_vectors
+
+    monkeypatch.setattr(kuzu_vectors, "TAIL_MIN", 10)
+    brain = Brain(
+        KuzuStore(tmp_path / "g.kuzu"),
+        namespace="t",
+        clock=clock,
+        embedder=FakeEmbedder(DIM),
+        reinforcement_delay=60.0,
+    )
+    _fill(brain, 12)
+    brain.recall("topic3", 3)  # something held, to be written before the move
+    inner = brain.store.inner  # type: ignore[attr-defined]
+    assert isinstance(inner, KuzuStore) and inner.vector_tail_count("t") == 12
+    brain.maintain()
+    assert inner.vector_tail_count("t") == 0 and inner.vector_count("t") == 12
+    brain.close()
+
+
 def test_tail_vectors_survive_reopening(tmp_path: Path, clock: FixedClock) -> None:
     path = tmp_path / "c.kuzu"
     brain = _brain(path, clock)

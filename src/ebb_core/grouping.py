@@ -519,6 +519,12 @@ class GroupedStore(GraphStore):
         self.flush()
         self.inner.drop_vectors()
 
+    def index_vectors(self, namespace: str, *, limit: int | None = None, **kw: Any) -> int:
+        # Defined on GraphStore (a no-op there), so __getattr__ would never pass it on: a
+        # grouped Brain's maintain would leave Kùzu's vector tail unindexed for ever.
+        self.flush()
+        return self.inner.index_vectors(namespace, limit=limit, **kw)
+
     def recompute_keys(
         self,
         namespace: str,
