@@ -221,10 +221,15 @@ class StoreAccess:
         return brain
 
     def _release(self, reason: str) -> None:
-        brain, self._held = self._held, None
+        brain = self._held
         if brain is not None:
             self.releases[reason] += 1
-            brain.close()
+            try:
+                brain.close()  # writes held reinforcement and checkpoints: the file is busy
+            finally:
+                # Not open until closed: one who sees `is_open` false may open the file at once
+                # (in this process too, where a second Kùzu database on a closing file crashes).
+                self._held = None
 
     def claim(self) -> bool:
         """Take the store for a call on this thread if that cannot wait: it is open, no other call
