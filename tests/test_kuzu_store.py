@@ -621,6 +621,48 @@ def test_a_large_bulk_load_through_a_file_stores_what_one_through_arrow_does(
     assert seen[0] == seen[1] and len(seen[0][0]) == 300 and len(seen[0][1]) == 299
 
 
+def test_a_recall_on_memories_imported_without_links_writes_nothing(tmp_path: Path) -> None:
+    """Memories loaded without links have empty recent-link lists, not unset ones: a recall
+    that reaches them reads them and has nothing to build and write back."""
+    import json
+    import re
+
+    lines = [json.dumps({"type": "ebb-export", "version": 1, "namespaces": ["x"]})]
+    for i in range(50):
+        lines.append(
+            json.dumps(
+                {
+                    "type": "node",
+                    "id": f"m:{i}",
+                    "namespace": "x",
+                    "kind": "note",
+                    "text": f"memory {i} about pricing {i % 7}",
+                    "created_at": "2026-01-01T00:00:00Z",
+                    "updated_at": "2026-01-01T00:00:00Z",
+                }
+            )
+        )
+    export = tmp_path / "x.jsonl"
+    export.write_text("\n".join(lines) + "\n")
+    with Brain.open(tmp_path / "s.kuzu", namespace="x") as b:
+        b.import_(export)
+        store = b.store
+        assert isinstance(store, KuzuStore)
+        unset = store._q("MATCH (n:Memory) WHERE n.recent_links IS NULL RETURN count(*)")
+        assert unset[0][0] == 0
+        writes: list[str] = []
+        real = store._q_locked
+
+        def spy(query: str, params: Any = None, **kw: Any) -> list[list[Any]]:
+            if re.search(r"\b(SET|CREATE|MERGE|DELETE|COPY)\b", query, re.IGNORECASE):
+                writes.append(query)
+            return real(query, params, **kw)
+
+        store._q_locked = spy  # type: ignore[method-assign]
+        hits = b.recall("pricing 3", k=10, reinforce=False)
+        assert hits and writes == []
+
+
 def test_the_last_audit_number_is_kept_so_appending_does_not_scan_the_log(tmp_path: Path) -> None:
     with Brain.open(tmp_path / "audit.kuzu", namespace="a") as b:
         ids = [b.remember(f"memory {i}", id=f"note:{i}").id for i in range(3)]

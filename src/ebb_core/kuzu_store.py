@@ -1359,7 +1359,9 @@ class KuzuStore(KuzuVectors, GraphStore):
         dst = uids(edges["namespace"], edges["dst"]) if m else pa.array([], pa.string())
         a, b = pc.index_in(src, value_set=node_uids), pc.index_in(dst, value_set=node_uids)
         inside = m == 0 or (a.null_count == 0 and b.null_count == 0)
-        recent = pa.nulls(n, pa.string())
+        # No links in this load: the new memories have none, so their lists are known (empty);
+        # unset, a recall reaching them would build and write each one (a write per read).
+        recent = pa.nulls(n, pa.string()) if m else pa.array([""] * n, pa.string())
         if n and m and inside:
             # Every edge joins two of these new memories: their recent-link lists follow
             # from the columns, as maintain would build them.
