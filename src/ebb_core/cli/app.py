@@ -1,0 +1,94 @@
+"""The ``ebb`` command group: its options, and the commands imported only when they run."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import click
+
+from .base import Ctx, err, handle_errors, json_option, store_options
+
+
+class _Commands(click.Group):
+    """The command group, with commands whose module is imported only when they run.
+
+    ``ebb mcp`` lives in :mod:`ebb_core.mcp_server` (its tool models cost an import of their
+    own); ``ebb --help`` lists it from the short help below without importing it.
+    """
+
+    lazy: dict[str, tuple[str, str, str]] = {  # noqa: RUF012
+        "mcp": (
+            "ebb_core.mcp_server",
+            "mcp_command",
+            "Serve Ebb's memory tools to an MCP client (stdio by default, or streamable HTTP).",
+        ),
+        "ui": (
+            "ebb_core.ui.server",
+            "ui_command",
+            "Serve a local web page: review queue (approve, restore), graph, decay, log, stats.",
+        ),
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            module, name, _ = self.lazy[cmd_name]
+            try:
+                command: click.Command = getattr(importlib.import_module(module), name)
+            except ImportError:  # an optional part that is not installed
+                return None
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max((len(n) for n in names), default=0)
+        rows = []
+        for name in names:
+            if name in self.lazy and name not in self.commands:
+                placeholder = click.Command(name, help=self.lazy[name][2])
+                rows.append((name, placeholder.get_short_help_str(limit)))
+                continue
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
+@store_options
+@click.version_option(package_name="ebb-memory")
+@click.pass_context
+def main(ctx: click.Context, db: str | None, backend: str | None, namespace: str | None) -> None:
+    """Ebb: long-term memory for AI agents, kept as a graph."""
+    ctx.obj = Ctx(db, backend, namespace)
+    source = ctx.get_parameter_source("namespace")
+    ctx.obj.namespace_from_flag = source is click.core.ParameterSource.COMMANDLINE
+    import warnings
+
+    from ..errors import StoreRebuilt
+
+    def show(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, StoreRebuilt):
+            err.print(f"[bold yellow]warning:[/] {message}", markup=True)
+        else:
+            default_show(message, category, *args, **kwargs)
+
+    default_show = warnings.showwarning
+    warnings.showwarning = show
+
+
+@main.command()
+@json_option
+@click.option("--db", "demo_db", help="Keep the demo store at this path (default: a temp file).")
+@handle_errors
+def demo(as_json: bool, demo_db: str | None) -> None:
+    """The narrated walkthrough on a fictional seed graph (deterministic)."""
+    from ..demo import run
+
+    run(as_json=as_json, path=demo_db)
