@@ -101,6 +101,7 @@ def test_maintain_of_a_grouped_brain_moves_the_tail_into_the_index(
     from ebb_core import kuzu_vectors
 
     monkeypatch.setattr(kuzu_vectors, "TAIL_MIN", 10)
+    monkeypatch.setattr(kuzu_vectors, "IN_PROCESS_MAX", 10)  # past it: the index is used
     brain = Brain(
         KuzuStore(tmp_path / "g.kuzu"),
         namespace="t",
@@ -214,6 +215,7 @@ def test_an_import_builds_the_index_once_and_round_trips_vectors(
     from ebb_core import kuzu_vectors
 
     monkeypatch.setattr(kuzu_vectors, "TAIL_MIN", 10)
+    monkeypatch.setattr(kuzu_vectors, "IN_PROCESS_MAX", 10)  # past it: the index is used
     src = _brain(tmp_path / "src.kuzu", clock)
     _fill(src, 25)
     dump = io.StringIO()
@@ -264,3 +266,107 @@ def test_salvage_keeps_every_vector_indexed_or_not(tmp_path: Path, clock: FixedC
     q = FakeEmbedder(DIM).embed_query("later note 17 on item17")
     assert store.vector_matches("t", q, 1, Tier.COLD)[0][0].id == "n:17"
     copy.close()
+
+
+def test_a_namespace_below_the_cap_is_never_indexed_and_the_cap_fits_the_budget(
+    tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ebb_core import kuzu_vectors
+
+    monkeypatch.setattr(kuzu_vectors, "TAIL_MIN", 10)
+    brain = _brain(tmp_path / "cap.kuzu", clock)
+    store = brain.store
+    assert isinstance(store, KuzuStore)
+    _fill(brain, 30)
+    brain.maintain()  # 30 > TAIL_MIN, but far below the cap: all stay in process
+    assert store.vector_tail_count("t") == 30 and store.index_vectors("t") == 0
+    # an eighth of the budget, ~1.7 KB a 384-dimensional vector
+    assert store.in_process_cap(384) == min(200_000, (store._budget // 8) // (1536 + 48 + 160))
+    small = KuzuStore(tmp_path / "small.kuzu", memory_budget=128 << 20)
+    assert small.in_process_cap(384) == (16 << 20) // 1744
+    small.close()
+    monkeypatch.setattr(kuzu_vectors, "IN_PROCESS_MAX", 20)
+    assert store.index_vectors("t") == 30  # past the cap: the whole tail builds the index
+    assert store.vector_tail_count("t") == 0
+    brain.close()
+
+
+def _clustered(seed: int, n: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` unit vectors around ``n // 100`` random centres, and the centres."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((n // 100, dim)).astype(np.float32)
+    mat = centres[np.arange(n) % len(centres)] + rng.standard_normal((n, dim)).astype(np.float32)
+    mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+    return mat, centres
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_sign_bit_shortlist_returns_the_exact_top_k(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ebb_core import kuzu_vectors
+
+    mat, centres = _clustered(seed, 8000, 384)
+    tail = kuzu_vectors._Tail(384)
+    tail.add([f"u{i}" for i in range(len(mat))], mat)
+    tail.remove([f"u{i}" for i in range(0, 400, 7)])  # deleted rows are never returned
+    rng = np.random.default_rng(seed + 100)
+    monkeypatch.setattr(kuzu_vectors, "EXACT_MAX", 1000)  # 8,000 rows: the shortlist path
+    for c in centres[:20]:
+        q = c + 0.8 * rng.standard_normal(384).astype(np.float32)
+        q /= np.linalg.norm(q)
+        got = sorted(tail.search(q, 10), key=lambda r: -r[1])
+        sims = mat @ q
+        live = [i for i in np.argsort(-sims) if i >= 400 or i % 7][:10]
+        assert [u for u, _ in got] == [f"u{i}" for i in live]
+        assert np.allclose([s for _, s in got], sims[live], atol=1e-5)
+
+
+def test_recall_through_the_shortlist_finds_a_memory_by_its_own_text(
+    tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ebb_core import kuzu_vectors
+
+    monkeypatch.setattr(kuzu_vectors, "EXACT_MAX", 50)
+    monkeypatch.setattr(kuzu_vectors, "SHORTLIST_MIN", 20)
+    brain = _brain(tmp_path / "sl.kuzu", clock)
+    store = brain.store
+    assert isinstance(store, KuzuStore)
+    _fill(brain, 300)
+    fake = FakeEmbedder(DIM)
+    for i in (5, 123, 299):
+        q = fake.embed_query(f"note {i} about topic{i % 7} and item{i}")
+        top, sim = store.vector_matches("t", q, 5, Tier.COLD)[0]
+        assert top.id == f"n:{i}" and sim > 0.999
+    brain.close()
+
+
+def test_remembering_a_new_memory_inserts_its_vector_with_no_delete_first(
+    tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    brain = _brain(tmp_path / "new.kuzu", clock)
+    store = brain.store
+    assert isinstance(store, KuzuStore)
+    _fill(brain, 3)
+    sent: list[str] = []
+    real_q = store._q
+
+    def q(query: str, params: object = None) -> list[list[object]]:
+        sent.append(query)
+        return real_q(query, params)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "_q", q)
+    brain.remember("a first thought on zeppelins", id="n:new")
+    brain.remember("a second thought on dirigibles")  # a generated id
+    vector_deletes = [s for s in sent if "MemoryVector" in s and "DELETE" in s]
+    assert vector_deletes == [] and any("MemoryVectorTail_" in s for s in sent)
+    assert store.vector_count("t") == 5
+    top = store.vector_matches("t", FakeEmbedder(DIM).embed_query("zeppelins"), 1, Tier.COLD)
+    assert top[0][0].id == "n:new"
+    # an existing memory's changed text replaces its vector (delete, then insert)
+    brain.remember("now about airships", id="n:new")
+    assert [s for s in sent if "MemoryVector" in s and "DELETE" in s]
+    assert store.vector_count("t") == 5
+    top = store.vector_matches("t", FakeEmbedder(DIM).embed_query("airships"), 1, Tier.COLD)
+    assert top[0][0].id == "n:new" and top[0][1] > 0.5
+    brain.close()

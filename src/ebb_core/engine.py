@@ -697,7 +697,8 @@ class Brain:
                 node = self._s.store.get_nodes(self._ns, [id])[id]
         if vec is not None:
             with self._s.lock:
-                self._s.store.put_vectors(self._ns, [node.id], vec)
+                # a new memory has no vector to replace: no lookup and delete before the insert
+                self._s.store.put_vectors(self._ns, [node.id], vec, new=existing is None)
         elif stale:
             with self._s.lock:
                 self._s.store.delete_vectors(self._ns, [node.id])

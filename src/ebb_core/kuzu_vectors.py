@@ -1,30 +1,38 @@
-"""Vectors in the Kùzu store: per namespace, an HNSW-indexed table and an unindexed *tail*.
+"""Vectors in the Kùzu store: per namespace, searched in process up to a cap, an HNSW index past it.
 
 Kept apart from ``kuzu_store`` (mixed into :class:`~ebb_core.kuzu_store.KuzuStore`): a store
 without an embedder never creates one. A namespace (``<h>``: a digest of it, so no user text
 reaches the DDL) has two tables of ``(uid, ns, vec FLOAT[dim])``, made on its first vector:
 
-- ``MemoryVector_<h>``, with an HNSW index (Kùzu's bundled ``vector`` extension, cosine);
-- ``MemoryVectorTail_<h>``, without one: where every new vector goes (``remember``, imports,
-  ``ebb embed``). Recall searches it exactly, in process (a numpy copy of the tail, loaded on
-  first use and kept in step with this process's writes; a rollback drops it), and merges
-  those hits with the index's.
+- ``MemoryVectorTail_<h>``, without an index: where every new vector goes (``remember``,
+  imports, ``ebb embed``). Recall searches it in process: a numpy copy (the vectors and their
+  packed sign bits), loaded on first use and kept in step with this process's writes (a
+  rollback drops it). Up to ``EXACT_MAX`` (20,000) vectors the search is exact (one
+  matrix-vector product); above, the rows whose sign bits differ least from the query's (a
+  shortlist of 10 × the pool, at least ``SHORTLIST_MIN`` = 500) are re-ranked by their exact
+  cosine.
+- ``MemoryVector_<h>``, with an HNSW index (Kùzu's bundled ``vector`` extension, cosine), used
+  only once the namespace holds more than :meth:`KuzuVectors.in_process_cap` vectors
+  (``IN_PROCESS_MAX`` = 200,000, fewer when they would not fit in an eighth of the store's
+  memory budget, ``EBB_MEMORY_BUDGET``; ~1.7 KB a 384-dimensional vector).
 
 Why: Kùzu 0.11.3's HNSW index takes 384-dimensional vectors at ~65-130 a second here (17 a
 second under heavy load), which made a remember with a vector 3.6x a text-only one and an
-import of vectors 18x slower; an exact search of a few thousand vectors costs well under a
-millisecond. :meth:`KuzuVectors.index_vectors` (run by ``maintain``) moves a tail that reached
-``TAIL_MIN`` vectors into the index, at most ``INDEX_BATCH`` at a time, in one transaction (a
-kill leaves every vector in one table or the other); a namespace's first move builds the index
-once over the moved rows (``CREATE_VECTOR_INDEX`` after the rows are in, rather than an insert
-per row). Rows of an indexed table whose index is not built yet (a kill between the move and the
-build) are searched exactly with the tail until the next move builds it.
+import of vectors ~20x slower; searching 100,000 vectors in process through the shortlist
+costs a few milliseconds. Past the cap, :meth:`KuzuVectors.index_vectors` (run by
+``maintain``) moves the tail into the index: the namespace's first move takes the whole tail
+and builds the index once over the moved rows (``CREATE_VECTOR_INDEX`` after the rows are in,
+rather than an insert per row); later ones move a tail of ``TAIL_MIN`` or more, at most
+``INDEX_BATCH`` at a time. Each move is one transaction (a kill leaves every vector in one
+table or the other); rows of an indexed table whose index is not built yet (a kill between
+the move and the build) are searched in process with the tail until the next move builds it.
 
 The index is never dropped and re-made under the same name (``DROP_VECTOR_INDEX`` leaves its
 name behind on 0.11.3). Kùzu cannot ``SET`` an indexed vector, so replacing one is delete +
-insert (into the tail). One index per namespace: with one shared index, a 200-memory namespace
-beside a 10,000-memory one had to search it thousands deep for its own neighbours (recall p50
-230 ms, measured); now no namespace's size changes another's search.
+insert (into the tail); a new memory's vector is inserted with no delete before it
+(``put_vectors(new=True)``). One table pair per namespace: with one shared index, a 200-memory
+namespace beside a 10,000-memory one had to search it thousands deep for its own neighbours
+(recall p50 230 ms, measured); now no namespace's size changes another's search.
 """
 
 from __future__ import annotations
@@ -47,6 +55,13 @@ TAIL_PREFIX = "MemoryVectorTail_"
 TAIL_MIN = 1000
 #: ... and at most this many per ``maintain`` (Kùzu indexes ~65-130 vectors a second here)
 INDEX_BATCH = 2000
+#: a namespace keeps all its vectors in process (no HNSW index) up to this many, fewer when
+#: they would not fit in an eighth of the store's memory budget (see ``in_process_cap``)
+IN_PROCESS_MAX = 200_000
+#: up to this many rows the in-process search is exact (a matrix-vector product) ...
+EXACT_MAX = 20_000
+#: ... above, a sign-bit shortlist of ``max(SHORTLIST_MIN, 10 × pool)`` is re-ranked exactly
+SHORTLIST_MIN = 500
 
 
 def _uid(namespace: str, id: str) -> str:
@@ -62,31 +77,62 @@ def _names(namespace: str) -> tuple[str, str, str]:
     return f"{PREFIX}{h}", f"memory_vec_{h}", f"{TAIL_PREFIX}{h}"
 
 
+_BYTE_BITS = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+def _popcount(words: np.ndarray) -> np.ndarray:
+    """Set bits per element of a uint64 array (numpy 2's ``bitwise_count``, else a table)."""
+    count = getattr(np, "bitwise_count", None)
+    if count is not None:
+        return np.asarray(count(words))
+    per_byte = _BYTE_BITS[words.view(np.uint8)]
+    return np.asarray(per_byte.reshape(*words.shape, 8).sum(axis=-1, dtype=np.uint8))
+
+
 class _Tail:
-    """A namespace's unindexed vectors in process: a growing float32 matrix, a uid per row
-    (None: deleted) and each uid's row."""
+    """A namespace's unindexed vectors in process: a growing float32 matrix, the rows' sign
+    bits (packed, for the shortlist), a uid per row (None: deleted) and each uid's row."""
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
+        self.words = (dim + 63) // 64  # sign bits per row, as uint64 words
         self.mat = np.zeros((64, dim), dtype=np.float32)
+        self.bits = np.zeros((64, self.words), dtype=np.uint64)
         self.uids: list[str | None] = []
         self.where: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self.where)
 
+    def _signs(self, mat: np.ndarray) -> np.ndarray:
+        packed = np.packbits(mat > 0, axis=1)
+        padded = np.zeros((len(mat), self.words * 8), dtype=np.uint8)
+        padded[:, : packed.shape[1]] = packed
+        return padded.view(np.uint64)
+
+    def _room(self, need: int) -> None:
+        if need <= len(self.mat):
+            return
+        size = max(need, len(self.mat) + max(64, len(self.mat) // 4))  # +25%: RAM is capped
+        for name in ("mat", "bits"):
+            old = getattr(self, name)
+            grown = np.zeros((size, old.shape[1]), dtype=old.dtype)
+            grown[: len(old)] = old
+            setattr(self, name, grown)
+
     def add(self, uids: Sequence[str], mat: np.ndarray) -> None:
-        for u, row in zip(uids, mat, strict=True):
+        rows = []
+        for u in uids:
             i = self.where.get(u)
             if i is None:
                 i = len(self.uids)
-                if i == len(self.mat):
-                    grown = np.zeros((2 * len(self.mat), self.dim), dtype=np.float32)
-                    grown[:i] = self.mat[:i]
-                    self.mat = grown
                 self.uids.append(u)
                 self.where[u] = i
-            self.mat[i] = row
+            rows.append(i)
+        self._room(len(self.uids))
+        at = np.asarray(rows, dtype=np.int64)
+        self.mat[at] = mat
+        self.bits[at] = self._signs(mat)
 
     def remove(self, uids: Iterable[str]) -> None:
         for u in uids:
@@ -94,27 +140,44 @@ class _Tail:
             if i is not None:
                 self.uids[i] = None
                 self.mat[i] = 0.0
+                self.bits[i] = 0
         if len(self.uids) > 64 and len(self.where) < len(self.uids) // 2:  # compact
             live = [i for i, u in enumerate(self.uids) if u is not None]
-            mat = np.zeros((max(64, 2 * len(live)), self.dim), dtype=np.float32)
+            size = max(64, len(live) + len(live) // 4)
+            mat = np.zeros((size, self.dim), dtype=np.float32)
+            bits = np.zeros((size, self.words), dtype=np.uint64)
             mat[: len(live)] = self.mat[live]
-            self.mat = mat
+            bits[: len(live)] = self.bits[live]
+            self.mat, self.bits = mat, bits
             self.uids = [self.uids[i] for i in live]
             self.where = {u: i for i, u in enumerate(self.uids) if u is not None}
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """The ``k`` rows most similar to ``query`` (exact cosine: rows are unit vectors)."""
+        """The ``k`` rows most similar to ``query`` (rows are unit vectors): exact up to
+        ``EXACT_MAX`` rows; above, the ``max(SHORTLIST_MIN, 10 k)`` rows whose sign bits differ
+        least from the query's, re-ranked by their exact cosine."""
         n = len(self.uids)
         if not self.where or k <= 0:
             return []
-        sims = self.mat[:n] @ query
-        top = np.argpartition(-sims, k)[:k] if n > k else np.arange(n)
+        short = max(SHORTLIST_MIN, 10 * k)
+        if n <= EXACT_MAX or short >= n:
+            rows = np.arange(n)
+            sims = self.mat[:n] @ query
+        else:
+            q = self._signs(query.reshape(1, -1))[0]
+            differ = _popcount(self.bits[:n] ^ q).sum(axis=1, dtype=np.int32)
+            rows = np.argpartition(differ, short)[:short]
+            sims = self.mat[rows] @ query
+        top = np.argpartition(-sims, k)[:k] if len(rows) > k else np.arange(len(rows))
         out = []
-        for i in top:
-            u = self.uids[int(i)]
+        for j in top:
+            u = self.uids[int(rows[int(j)])]
             if u is not None:
-                out.append((u, float(sims[int(i)])))
+                out.append((u, float(sims[int(j)])))
         return out
+
+    def nbytes(self) -> int:
+        return int(self.mat.nbytes + self.bits.nbytes)
 
 
 class KuzuVectors:
@@ -129,6 +192,7 @@ class KuzuVectors:
 
     if TYPE_CHECKING:  # provided by KuzuStore
         _lock: Any
+        _budget: int
         _prepared: dict[str, Any]
 
         def _q(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]: ...
@@ -161,6 +225,14 @@ class KuzuVectors:
                             self._vec_dim = int(str(r[2]).rsplit("[", 1)[1].rstrip("]"))
                 self._vec_checked = True
         return self._vec_tables
+
+    def in_process_cap(self, dim: int | None = None) -> int:
+        """How many vectors a namespace keeps in process, searched there without an HNSW index:
+        ``IN_PROCESS_MAX``, or fewer when they would not fit in an eighth of the memory budget
+        (a vector costs ``4 dim`` bytes, its sign bits ``dim / 8``, its uid and row ~160)."""
+        dim = dim or self._vec_dim or 384
+        per = 4 * dim + 8 * ((dim + 63) // 64) + 160
+        return max(TAIL_MIN, min(IN_PROCESS_MAX, (self._budget // 8) // per))
 
     def _forget_vectors(self) -> None:
         """Drop the in-process tails (after a rollback: they may hold what did not happen)."""
@@ -380,14 +452,15 @@ class KuzuVectors:
         self, namespace: str, *, limit: int | None = None, min_tail: int | None = None
     ) -> int:
         """Move the namespace's tail vectors into its HNSW index when it holds at least
-        ``min_tail``; returns how many moved. Once the index exists, at most ``limit`` move
-        (Kùzu inserts them one by one); the namespace's first move takes the whole tail and
-        builds the index once over it (``limit`` 0: only that first move). Each batch moves in
-        one transaction (a kill leaves each vector in one table or the other); a kill before
-        the build leaves the moved rows searched exactly until the next call builds it.
-        Defaults: ``INDEX_BATCH`` and ``TAIL_MIN``."""
+        ``min_tail``; returns how many moved. A namespace without an index gets one only once
+        it holds more than :meth:`in_process_cap` vectors (below, its vectors are all searched
+        in process; an explicit ``min_tail`` overrides this). Once the index exists, at most
+        ``limit`` move (Kùzu inserts them one by one); the namespace's first move takes the
+        whole tail and builds the index once over it (``limit`` 0: only that first move). Each
+        batch moves in one transaction (a kill leaves each vector in one table or the other); a
+        kill before the build leaves the moved rows searched exactly until the next call builds
+        it. Defaults: ``INDEX_BATCH`` and ``TAIL_MIN``."""
         limit = INDEX_BATCH if limit is None else limit
-        min_tail = TAIL_MIN if min_tail is None else min_tail
         table, index, tail = _names(namespace)
         with self._lock:
             if table not in self._tables():
@@ -395,6 +468,8 @@ class KuzuVectors:
             unindexed = self._unindexed(namespace)
             waiting = len(unindexed) if unindexed is not None else 0
             indexed = self._indexed(table)
+            if min_tail is None:
+                min_tail = TAIL_MIN if indexed else self.in_process_cap() + 1
             if waiting == 0 or waiting < min_tail or (indexed and limit <= 0):
                 return 0
             moved = 0
