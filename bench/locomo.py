@@ -22,6 +22,12 @@ latency with the query's embedding shown apart. ``--embed-cache`` keeps every ve
 in a file, so that tuning runs do not embed the same texts again (the throughput reported is
 then that of the texts embedded in this run).
 
+``--context-key prev|date|prev+date`` changes only what is *embedded* with each turn (the
+memory's text stays the turn): ``prev`` prefixes the turn before it (the memory it
+``follows``), ``date`` its session's date (``On 8 May 2023:``), ``prev+date`` both. Questions
+are embedded as asked. ``--json`` adds R@10 per conversation (``per_conversation``), so one
+run of the whole dev set also gives any subset's figure.
+
 ``--split N`` tunes on the first N conversations (by sample id): every combination of the
 ``--grid`` values is replayed there, the one with the best R@10 wins, and the figures reported
 are the winner's (and the defaults') on the remaining conversations only.
@@ -98,6 +104,33 @@ class CachedEmbedder(Embedder):
             )
 
 
+CONTEXT_KEYS = ("", "prev", "date", "prev+date")
+
+
+class ContextEmbedder(Embedder):
+    """Embeds a turn together with its context (``--context-key``): :func:`replay` registers,
+    before each remember, the text to embed in place of the turn's own; queries go through
+    unchanged. Same name as the model, so stores agree."""
+
+    def __init__(self, inner: Embedder, key: str) -> None:
+        self.inner, self.name, self.key = inner, inner.name, key
+        self.context: dict[str, str] = {}
+
+    def set(self, text: str, previous: str | None, when: datetime) -> None:
+        parts = []
+        if "date" in self.key:
+            parts.append(f"On {when.day} {when:%B %Y}:")
+        if "prev" in self.key and previous:
+            parts.append(previous)
+        self.context[text] = " ".join([*parts, text])
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        return self.inner.embed_documents([self.context.get(t, t) for t in texts])
+
+    def embed_query(self, text: str) -> Any:
+        return self.inner.embed_query(text)
+
+
 def log(msg: str) -> None:
     print(f"  {msg}", file=sys.stderr, flush=True)
 
@@ -129,14 +162,21 @@ def memory_id(dia_id: str) -> str:
 
 
 def replay(brain: Brain, clock: FixedClock, conv: Mapping[str, Any]) -> None:
-    """Remember every turn at its session's date, each linked to the one before it."""
+    """Remember every turn at its session's date, each linked to the one before it (with a
+    :class:`ContextEmbedder`, each embedded with its context)."""
     previous: str | None = None
+    previous_text: str | None = None
+    context = brain.embedder if isinstance(brain.embedder, ContextEmbedder) else None
     for when, turns in sessions(conv):
         for i, turn in enumerate(turns):
             clock.set(when + timedelta(seconds=30 * i))  # turns of a session, in order
             mid = memory_id(turn["dia_id"])
+            text = turn_text(turn)
+            if context is not None:
+                context.set(text, previous_text, when)
+            previous_text = text
             brain.remember(
-                turn_text(turn),
+                text,
                 kind="turn",
                 id=mid,
                 links=[previous] if previous else [],
@@ -331,6 +371,12 @@ def main() -> None:
     ap.add_argument(
         "--embed-cache", type=Path, default=None, help="a .npz file caching the vectors"
     )
+    ap.add_argument(
+        "--context-key",
+        choices=CONTEXT_KEYS,
+        default="",
+        help="embed each turn with the turn before it and/or its session's date",
+    )
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = ap.parse_args()
 
@@ -340,7 +386,12 @@ def main() -> None:
         convs = [c for c in convs if c["sample_id"] in set(args.conversations)]
     base = replace(Config(), **parse_settings(args.set)) if args.set else Config()
     inner = resolve(args.embedder) if args.embedder else None
-    embedder = CachedEmbedder(inner, args.embed_cache) if inner is not None else None
+    cached = CachedEmbedder(inner, args.embed_cache) if inner is not None else None
+    embedder: Embedder | None = cached
+    if cached is not None and args.context_key:
+        embedder = ContextEmbedder(cached, args.context_key)
+    elif args.context_key:
+        raise SystemExit("--context-key needs --embedder")
     tune, report = (convs[: args.split], convs[args.split :]) if args.split else ([], convs)
     if args.split and (not tune or not report):
         raise SystemExit(f"--split {args.split}: needs fewer than {len(convs)} conversations")
@@ -377,6 +428,12 @@ def main() -> None:
             emb = embedder if name != "text-index-alone" else None
             result = run(report, cfg, args.backend, work, emb)
             out["results"][name] = summarise(result["rows"])
+            out.setdefault("per_conversation", {})[name] = {
+                c["sample_id"]: summarise(
+                    [r for r in result["rows"] if r["conv"] == c["sample_id"]]
+                )["overall"]
+                for c in report
+            }
             ms = sorted(result["recall_ms"])
             ex = sorted(r - e for r, e in zip(result["recall_ms"], result["embed_ms"], strict=True))
             em = sorted(result["embed_ms"])
@@ -391,13 +448,14 @@ def main() -> None:
             }
             log(f"{name}: R@10 {out['results'][name]['overall']['r10']:.4f}")
         out["timings"] = timings
-        if embedder is not None:
-            embedder.save()
+        if cached is not None:
+            cached.save()
             out["embedder"] = {
-                "name": embedder.name,
-                "texts_embedded": embedder.embedded,
-                "texts_per_s": round(embedder.embedded / embedder.seconds, 1)
-                if embedder.seconds
+                "name": cached.name,
+                "context_key": args.context_key or None,
+                "texts_embedded": cached.embedded,
+                "texts_per_s": round(cached.embedded / cached.seconds, 1)
+                if cached.seconds
                 else None,
             }
         out["config"] = {k: v for k, v in vars(chosen).items() if k != "half_life_us"}
