@@ -97,7 +97,9 @@ class _Tail:
         self.dim = dim
         self.words = (dim + 63) // 64  # sign bits per row, as uint64 words
         self.mat = np.zeros((64, dim), dtype=np.float32)
-        self.bits = np.zeros((64, self.words), dtype=np.uint64)
+        # one row per word of sign bits, one column per vector: each word is XOR-ed and counted
+        # over a contiguous row (measured ~2x faster than a row of words per vector)
+        self.bits = np.zeros((self.words, 64), dtype=np.uint64)
         self.uids: list[str | None] = []
         self.where: dict[str, int] = {}
 
@@ -114,11 +116,11 @@ class _Tail:
         if need <= len(self.mat):
             return
         size = max(need, len(self.mat) + max(64, len(self.mat) // 4))  # +25%: RAM is capped
-        for name in ("mat", "bits"):
-            old = getattr(self, name)
-            grown = np.zeros((size, old.shape[1]), dtype=old.dtype)
-            grown[: len(old)] = old
-            setattr(self, name, grown)
+        mat = np.zeros((size, self.dim), dtype=np.float32)
+        mat[: len(self.mat)] = self.mat
+        bits = np.zeros((self.words, size), dtype=np.uint64)
+        bits[:, : self.bits.shape[1]] = self.bits
+        self.mat, self.bits = mat, bits
 
     def add(self, uids: Sequence[str], mat: np.ndarray) -> None:
         rows = []
@@ -132,7 +134,7 @@ class _Tail:
         self._room(len(self.uids))
         at = np.asarray(rows, dtype=np.int64)
         self.mat[at] = mat
-        self.bits[at] = self._signs(mat)
+        self.bits[:, at] = self._signs(mat).T
 
     def remove(self, uids: Iterable[str]) -> None:
         for u in uids:
@@ -140,14 +142,14 @@ class _Tail:
             if i is not None:
                 self.uids[i] = None
                 self.mat[i] = 0.0
-                self.bits[i] = 0
+                self.bits[:, i] = 0
         if len(self.uids) > 64 and len(self.where) < len(self.uids) // 2:  # compact
             live = [i for i, u in enumerate(self.uids) if u is not None]
             size = max(64, len(live) + len(live) // 4)
             mat = np.zeros((size, self.dim), dtype=np.float32)
-            bits = np.zeros((size, self.words), dtype=np.uint64)
+            bits = np.zeros((self.words, size), dtype=np.uint64)
             mat[: len(live)] = self.mat[live]
-            bits[: len(live)] = self.bits[live]
+            bits[:, : len(live)] = self.bits[:, live]
             self.mat, self.bits = mat, bits
             self.uids = [self.uids[i] for i in live]
             self.where = {u: i for i, u in enumerate(self.uids) if u is not None}
@@ -155,7 +157,7 @@ class _Tail:
     def search(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The ``k`` rows most similar to ``query`` (rows are unit vectors): exact up to
         ``EXACT_MAX`` rows; above, the ``max(SHORTLIST_MIN, 10 k)`` rows whose sign bits differ
-        least from the query's, re-ranked by their exact cosine."""
+        least from the query's (and those tied with the last), re-ranked by exact cosine."""
         n = len(self.uids)
         if not self.where or k <= 0:
             return []
@@ -165,8 +167,15 @@ class _Tail:
             sims = self.mat[:n] @ query
         else:
             q = self._signs(query.reshape(1, -1))[0]
-            differ = _popcount(self.bits[:n] ^ q).sum(axis=1, dtype=np.int32)
-            rows = np.argpartition(differ, short)[:short]
+            differ = np.zeros(n, dtype=np.uint16)
+            for w in range(self.words):
+                differ += _popcount(self.bits[w, :n] ^ q[w])
+            # the smallest count of differing bits that takes in ``short`` rows (a histogram:
+            # ~10x cheaper than a partition); rows tied at it all come in
+            cut = int(np.searchsorted(np.cumsum(np.bincount(differ)), short))
+            rows = np.flatnonzero(differ <= cut)
+            if len(rows) > 4 * short:  # very many ties: the partition bounds the re-ranking
+                rows = np.argpartition(differ, short)[:short]
             sims = self.mat[rows] @ query
         top = np.argpartition(-sims, k)[:k] if len(rows) > k else np.arange(len(rows))
         out = []
