@@ -29,7 +29,8 @@ from mcp import Client
 
 import mcp_bench
 from ebb_core import Brain
-from ebb_core.mcp_server import StoreAccess, build_server
+from ebb_core.mcp_access import StoreAccess
+from ebb_core.mcp_server import build_server
 
 
 def build_store(db: Path, corpus: mcp_bench.Corpus) -> None:

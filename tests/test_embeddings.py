@@ -353,7 +353,8 @@ async def test_mcp_recall_uses_the_env_embedder(
 ) -> None:
     from mcp import Client
 
-    from ebb_core.mcp_server import StoreAccess, build_server
+    from ebb_core.mcp_access import StoreAccess
+    from ebb_core.mcp_server import build_server
 
     monkeypatch.setenv("EBB_EMBEDDER", "minilm")
     db = tmp_path / "mcp.kuzu"

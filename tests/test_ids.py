@@ -91,7 +91,8 @@ async def test_the_mcp_server_refuses_bad_ids(tmp_path: Path) -> None:
     pytest.importorskip("mcp")
     from mcp import Client
 
-    from ebb_core.mcp_server import StoreAccess, build_server
+    from ebb_core.mcp_access import StoreAccess
+    from ebb_core.mcp_server import build_server
 
     db = tmp_path / "mcp.kuzu"
     server = build_server(StoreAccess(db, namespace="mcp"))

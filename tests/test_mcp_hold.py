@@ -24,7 +24,8 @@ from mcp import Client
 
 from ebb_core import Brain
 from ebb_core.handoff import RequestFile, request_path
-from ebb_core.mcp_server import StoreAccess, build_server
+from ebb_core.mcp_access import StoreAccess
+from ebb_core.mcp_server import build_server
 from test_mcp_e2e import NS, TRANSPORTS, call, cli, connect
 
 
@@ -96,6 +97,35 @@ async def test_an_ebb_command_asks_a_holding_server_to_let_go(tmp_path: Path) ->
             await call(c, "remember", text="after the person looked", id="note:after")
             assert access.opens == 2
     finally:
+        access.close()
+
+
+def test_a_claimed_call_keeps_the_store_when_asked_after_the_claim(tmp_path: Path) -> None:
+    """A call claimed for the event loop does not let go and open again (waiting for the file
+    on the loop) when a request comes in between the claim and the call: it uses the open
+    store, and the watcher thread lets go for the asker after it."""
+    db = tmp_path / "claimed.kuzu"
+    access = StoreAccess(db, backend="kuzu", namespace=NS, idle_release=600, wait=2)
+    other = subprocess.Popen(["sleep", "60"])  # a live process other than this one
+    try:
+        access.check()
+        assert access.claim()
+        path = request_path(db)
+        assert path is not None
+        path.write_text(str(other.pid))  # it asks for the store now, after the claim
+        try:
+            with access.brain() as brain:
+                brain.remember("written on the loop", id="note:loop")
+        finally:
+            access.unclaim()
+        assert access.opens == 1 and access.releases["asked"] == 0
+        deadline = time.monotonic() + 20
+        while access.is_open and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not access.is_open and access.releases["asked"] == 1
+    finally:
+        other.kill()
+        other.wait()
         access.close()
 
 

@@ -27,14 +27,8 @@ from mcp.types import CallToolResult
 
 from ebb_core import Brain, FixedClock
 from ebb_core.errors import InvalidInput
-from ebb_core.mcp_server import (
-    BUSY,
-    TOOL_NAMES,
-    StoreAccess,
-    build_server,
-    mcp_command,
-    serve,
-)
+from ebb_core.mcp_access import BUSY, StoreAccess
+from ebb_core.mcp_server import TOOL_NAMES, build_server, mcp_command, serve
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 NS = "mcp"

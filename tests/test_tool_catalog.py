@@ -23,7 +23,8 @@ import pytest
 from mcp import Client
 
 from ebb_core import Brain, EbbError, FixedClock
-from ebb_core.mcp_server import TOOL_NAMES, StoreAccess, build_server
+from ebb_core.mcp_access import StoreAccess
+from ebb_core.mcp_server import TOOL_NAMES, build_server
 from ebb_core.tools import AGENT_TOOLS, CATALOG, TOOLS, select
 from ebb_langchain import create_ebb_tools
 from ebb_llamaindex import EbbToolSpec

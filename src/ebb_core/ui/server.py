@@ -21,7 +21,7 @@ Safe by construction
   with 403 and changes nothing.
 - The only changes are approving a deletion (only memories in the review queue can be deleted:
   :meth:`Brain.approve_deletion` refuses anything else) and restoring a memory.
-- The store is reached through :class:`~ebb_core.mcp_server.StoreAccess`, like ``ebb mcp``:
+- The store is reached through :class:`~ebb_core.mcp_access.StoreAccess`, like ``ebb mcp``:
   opened for a request (waiting, having asked, while ``ebb mcp`` or a CLI command holds it) and
   let go of when idle or as soon as another process asks for it.
 """
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
 
     from ..engine import Brain
-    from ..mcp_server import StoreAccess
+    from ..mcp_access import StoreAccess
 
 __all__ = ["DEFAULT_PORT", "UiSettings", "build_app", "serve", "ui_command"]
 
@@ -463,7 +463,7 @@ def serve(
     idle_release: float = 2.0,
 ) -> None:
     """Serve the page until the process is stopped (Ctrl-C)."""
-    from ..mcp_server import StoreAccess
+    from ..mcp_access import StoreAccess
 
     _check_port(settings.host, settings.port)
     access = StoreAccess(
