@@ -224,7 +224,7 @@ def open_brain(
 
         store = KuzuStore(workdir / f"{name}-{time.time_ns()}.kuzu")
     else:
-        from ebb_core.neo4j_store import Neo4jStore
+        from ebb_core.neo4j import Neo4jStore
 
         uri = os.environ.get("NEO4J_URI") or os.environ.get("EBB_TEST_NEO4J_URI")
         if not uri:

@@ -128,7 +128,7 @@ def make_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> 
     if backend == "kuzu":
         return KuzuStore(tmp_path / "ebb.kuzu")
     if backend == "neo4j":
-        from ebb_core.neo4j_store import Neo4jStore
+        from ebb_core.neo4j import Neo4jStore
 
         return Neo4jStore(request.getfixturevalue("neo4j_uri"), retry_seconds=5.0)
     raise AssertionError(backend)

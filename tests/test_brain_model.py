@@ -302,7 +302,7 @@ TestBrainModelKuzu = BrainModel.TestCase
 @pytest.mark.neo4j
 def test_brain_model_on_neo4j(neo4j_server: Any) -> None:
     """The same model on a real Neo4j server (each example starts from an emptied database)."""
-    from ebb_core.neo4j_store import Neo4jStore
+    from ebb_core.neo4j import Neo4jStore
 
     uri = neo4j_server.find()
 

@@ -22,7 +22,7 @@ import pytest
 
 from ebb_core import Brain, FixedClock, InvalidInput
 from ebb_core.errors import BackendUnavailable
-from ebb_core.neo4j_store import Neo4jStore
+from ebb_core.neo4j import Neo4jStore
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "neo4j-test-server"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ebb_core import Brain, FixedClock, scoring
-from ebb_core.neo4j_store import PAGERANK_DAMPING, Neo4jStore
+from ebb_core.neo4j import PAGERANK_DAMPING, Neo4jStore
 
 pytestmark = pytest.mark.neo4j
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from ebb_core import Brain, FixedClock, Tier
 from ebb_core.cli import main
 from ebb_core.kuzu_store import KuzuStore
-from ebb_core.neo4j_store import Neo4jStore
+from ebb_core.neo4j import Neo4jStore
 
 pytestmark = pytest.mark.neo4j
 

@@ -15,7 +15,7 @@ import pytest
 from ebb_core import Brain, FixedClock, InvalidInput, Tier
 from ebb_core.errors import BackendUnavailable
 from ebb_core.kuzu_store import KuzuStore
-from ebb_core.neo4j_store import SCHEMA_VERSION, TEXT_INDEX, Neo4jStore, lucene_query
+from ebb_core.neo4j import SCHEMA_VERSION, TEXT_INDEX, Neo4jStore, lucene_query
 from ebb_core.store import GraphStore
 
 pytestmark = pytest.mark.neo4j

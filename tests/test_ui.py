@@ -401,7 +401,7 @@ def test_install_browser_fails_only_under_ci_when_chromium_cannot_be_had(
 
 @pytest.mark.neo4j
 def test_approve_and_restore_on_neo4j(neo4j_uri: str, tmp_path: Path) -> None:
-    from ebb_core.neo4j_store import Neo4jStore
+    from ebb_core.neo4j import Neo4jStore
 
     with Brain(Neo4jStore(neo4j_uri), namespace=NS) as b:
         seed_brain(b)

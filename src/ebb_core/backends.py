@@ -64,7 +64,7 @@ def open_store(
                 request.withdraw()
     if name == "neo4j":
         try:
-            from .neo4j_store import Neo4jStore
+            from .neo4j import Neo4jStore
         except ImportError as exc:
             raise BackendUnavailable(
                 f"the Neo4j backend needs its extra: pip install 'ebb-memory[neo4j]' ({exc})"

@@ -1,6 +1,6 @@
 """Vectors in the Neo4j store: ``MemoryVector`` nodes beside ``Memory`` with a native vector index.
 
-Mixed into :class:`~ebb_core.neo4j_store.Neo4jStore`. A ``(:MemoryVector {ns, id, vec})`` node
+Mixed into :class:`~ebb_core.neo4j.store.Neo4jStore`. A ``(:MemoryVector {ns, id, vec})`` node
 per embedded memory (unique on ``(ns, id)``), indexed by ``CREATE VECTOR INDEX`` (cosine) with
 the embedder's dimension, made on the first vector. Neo4j's cosine *score* is ``(1 + cos) / 2``;
 the similarity handed to recall is the cosine itself. A namespace's nearest neighbours come from
@@ -10,32 +10,24 @@ the similarity handed to recall is the cosine itself. A namespace's nearest neig
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from .model import Tier
-from .store import Match
+from ..model import Tier
+from ..store import Match
+from .session import Neo4jSession
 
 INDEX = "ebb_memory_vec"
 KEY = "ebb_memory_vec_key"
 
 
-class Neo4jVectors:
-    """The vector half of ``Neo4jStore`` (uses its ``_run``, ``_read``, ``_driver``)."""
+class Neo4jVectors(Neo4jSession):
+    """The vector half of ``Neo4jStore``."""
 
     supports_vectors = True
     _vec_dim: int | None = None
     _vec_checked = False
-
-    if TYPE_CHECKING:  # provided by Neo4jStore
-        _driver: Any
-        _database: str | None
-
-        def _run(self, query: str, params: Mapping[str, Any] | None = None) -> list[Any]: ...
-        def _read(self, query: str, params: Mapping[str, Any] | None = None) -> list[Any]: ...
-        def _errors(self, stage: str = "call") -> Any: ...
-        def _autocommit(self, query: str, params: Mapping[str, Any]) -> None: ...
 
     def _ddl(self, query: str, params: Mapping[str, Any] | None = None) -> list[Any]:
         with self._errors("call"):
@@ -66,7 +58,7 @@ class Neo4jVectors:
             self._ddl(f"DROP INDEX {INDEX} IF EXISTS")
             have = self._vec_dim = None
         if have is not None:
-            from .embeddings import EmbedderError
+            from ..embeddings import EmbedderError
 
             raise EmbedderError(
                 f"this store's vectors have dimension {have}, the embedder's have {dim}: "

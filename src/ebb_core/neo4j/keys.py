@@ -1,0 +1,201 @@
+"""Scoring passes on the Neo4j server: keys (one-hop or GDS PageRank), rebases, tiers."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from .._cypher import TIER_MOVES
+from ..errors import InvalidInput
+from ..model import Tier
+from ..store import TierMove
+from .queries import _TERM, PAGERANK_DAMPING, SPREADINGS
+from .session import Neo4jSession, neo4j_errors
+
+
+class Neo4jKeys(Neo4jSession):
+    """The scoring half of ``Neo4jStore``."""
+
+    # -- scoring passes ------------------------------------------------------------------------
+    def recompute_keys(
+        self,
+        namespace: str,
+        epoch_us: int,
+        half_life_us: float,
+        read_bonus: float,
+        spread: float,
+        *,
+        spreading: str = "default",
+    ) -> int:
+        """Recompute ``base_key``, ``degree`` and ``key`` of every node on the server.
+
+        ``"default"``: the same sums as ``scoring`` (and Kùzu's vectorised pass): base is the sum
+        over a node's edges of ``w · 2^((t − E)/h)`` plus its read term, degree its number of
+        edges, key its base plus ``spread`` times the sum over its edges of the neighbour's
+        ``base / degree``. Two aggregations, each batched with ``CALL (n) { … } IN
+        TRANSACTIONS`` when called outside a transaction, else run inside it.
+
+        ``"pagerank"`` (needs the Graph Data Science plugin): base and degree as above; the
+        one-hop term is replaced by PageRank mass. The namespace is projected with each edge
+        undirected and weighted by its term ``w · 2^((t − E)/h)``; weighted PageRank (damping
+        0.85, scores scaled to sum to 1) gives each node its share ``R(n)`` of the walk; then
+        ``key = base + spread · R(n) · Σ base``: the namespace's total base, redistributed along
+        recently reinforced paths of any length. Every edge weight and every base carries the
+        same factor ``2^(−(T−E)/h)`` over time, so ``R`` does not change as time passes and the
+        key stays in key space: ``activation = 2^(−(T−E)/h) · key``, and tiers, ranking and
+        epoch rebases work unchanged. Between passes, writes adjust keys with the default
+        one-hop deltas; the next ``maintain`` recomputes.
+        """
+        if spreading not in SPREADINGS:
+            raise InvalidInput(
+                f"spreading {spreading!r} is not available on Neo4j: choose one of "
+                f"{list(SPREADINGS)} ('pagerank' needs the Graph Data Science plugin)",
+                field="spreading",
+            )
+        if spreading == "pagerank":
+            self._require_gds()
+        batched = self._local.tx is None
+        params = {
+            "ns": namespace,
+            "epoch": int(epoch_us),
+            "h": float(half_life_us),
+            "rb": float(read_bonus),
+            "spread": float(spread),
+            "batch": self._batch,
+        }
+        count = self._read(
+            "MATCH (n:Memory) WHERE n.ns = $ns RETURN count(n) AS c", {"ns": namespace}
+        )[0]["c"]
+        if not count:
+            return 0
+        edge_term = _TERM.format(w="e.weight", t="e.reinforced_us")
+        read_term = _TERM.format(w="$rb", t="n.last_read_us")
+        self._each_node(
+            "OPTIONAL MATCH (n)-[e:LINK]-() "
+            f"WITH n, sum({edge_term}) AS edges, count(e) AS degree "
+            "SET n.base_key = edges + CASE WHEN n.last_read_us IS NULL THEN 0.0 "
+            f"ELSE {read_term} END, n.degree = degree",
+            params,
+            batched,
+        )
+        if spreading == "pagerank":
+            self._pagerank_keys(namespace, params, batched)
+        else:
+            self._each_node(
+                "OPTIONAL MATCH (n)-[:LINK]-(m:Memory) "
+                "WITH n, sum(CASE WHEN m.degree > 0 THEN m.base_key / m.degree ELSE 0.0 END) "
+                "AS shares SET n.key = n.base_key + $spread * shares",
+                params,
+                batched,
+            )
+        return int(count)
+
+    def _each_node(self, body: str, params: Mapping[str, Any], batched: bool) -> None:
+        """Run ``body`` for every node ``n`` of the namespace, batched when outside a tx."""
+        query = f"MATCH (n:Memory) WHERE n.ns = $ns CALL (n) {{ {body} }}"
+        if batched:
+            self._autocommit(query + " IN TRANSACTIONS OF $batch ROWS", params)
+        else:
+            self._run(query, params)
+
+    def has_gds(self) -> bool:
+        """Whether the server has the Graph Data Science plugin (``gds.version()``)."""
+        if self._gds is None:
+            try:
+                with self._errors(), self._session() as session:
+                    session.run("RETURN gds.version() AS v").consume()
+                self._gds = True
+            except neo4j_errors.ClientError:
+                self._gds = False
+        return self._gds
+
+    def _require_gds(self) -> None:
+        if not self.has_gds():
+            raise InvalidInput(
+                f"spreading 'pagerank' needs the Graph Data Science plugin, and the Neo4j server "
+                f"at {self._uri} does not have it (gds.version() is unknown): install GDS, or "
+                "use spreading 'default'",
+                field="spreading",
+            )
+
+    def _pagerank_keys(self, namespace: str, params: Mapping[str, Any], batched: bool) -> None:
+        graph = f"ebb-pagerank-{uuid.uuid4().hex}"
+        total = self._read(
+            "MATCH (n:Memory) WHERE n.ns = $ns RETURN sum(n.base_key) AS b", {"ns": namespace}
+        )[0]["b"]
+        p = {**params, "graph": graph, "total": float(total or 0.0), "d": PAGERANK_DAMPING}
+        weight = _TERM.format(w="e.weight", t="e.reinforced_us")
+        self._run(
+            "MATCH (a:Memory) WHERE a.ns = $ns OPTIONAL MATCH (a)-[e:LINK]->(b:Memory) "
+            "WITH gds.graph.project($graph, a, b, "
+            f"{{relationshipProperties: CASE WHEN e IS NULL THEN NULL ELSE {{w: {weight}}} END}}, "
+            "{undirectedRelationshipTypes: ['*']}) AS g RETURN g.nodeCount AS nodes",
+            p,
+        )
+        try:
+            query = (
+                "CALL gds.pageRank.stream($graph, {relationshipWeightProperty: 'w', "
+                "dampingFactor: $d, maxIterations: 100, tolerance: 1e-10, scaler: 'L1Norm'}) "
+                "YIELD nodeId, score WITH gds.util.asNode(nodeId) AS n, score "
+                "CALL (n, score) { SET n.key = n.base_key + $spread * $total * score }"
+            )
+            if batched:
+                self._autocommit(query + " IN TRANSACTIONS OF $batch ROWS", p)
+            else:
+                self._run(query, p)
+        finally:
+            with self._errors(), self._session() as session:
+                session.run(
+                    "CALL gds.graph.drop($graph, false) YIELD graphName RETURN graphName",
+                    {"graph": graph},
+                ).consume()
+
+    def scale_keys(self, factor: float) -> None:
+        body = "SET n.key = n.key * $f, n.base_key = n.base_key * $f"
+        if self._local.tx is None:
+            self._autocommit(
+                f"MATCH (n:Memory) CALL (n) {{ {body} }} IN TRANSACTIONS OF $batch ROWS",
+                {"f": float(factor), "batch": self._batch},
+            )
+        else:
+            self._run(f"MATCH (n:Memory) {body}", {"f": float(factor)})
+
+    def reference_key(self, namespace: str, quantile: float) -> tuple[float, int]:
+        live = "n.ns = $ns AND NOT n.pinned AND n.tier < 4"
+
+        def work(tx: Any) -> tuple[float, int]:
+            count = tx.run(
+                f"MATCH (n:Memory) WHERE {live} RETURN count(*) AS c", {"ns": namespace}
+            ).single()["c"]
+            rank = int(count * (1.0 - quantile))
+            row = tx.run(
+                f"MATCH (n:Memory) WHERE {live} AND n.key IS NOT NULL "
+                "RETURN n.key AS k ORDER BY n.key DESC SKIP $r LIMIT 1",
+                {"ns": namespace, "r": rank},
+            ).single()
+            return (float(row["k"] or 0.0), rank) if row else (0.0, 0)
+
+        return self._unit(work, write=False)
+
+    def tier_moves(
+        self,
+        namespace: str,
+        reference: float,
+        hot_ratio: float,
+        warm_ratio: float,
+        cold_ratio: float,
+    ) -> list[TierMove]:
+        rows = self._read(
+            TIER_MOVES,
+            {
+                "ns": namespace,
+                "mx": float(reference),
+                "hot": float(hot_ratio),
+                "warm": float(warm_ratio),
+                "cold": float(cold_ratio),
+            },
+        )
+        return [
+            TierMove(r["id"], Tier(int(r["tier"])), Tier(int(r["t"])), float(r["r"])) for r in rows
+        ]

@@ -1,0 +1,175 @@
+"""The Neo4j store's schema, Cypher fragments and row conversions (no server access here)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from ..clock import from_us, to_us
+from ..model import AuditEntry, Edge, Tier
+
+T = TypeVar("T")
+
+SCHEMA_VERSION = "1"
+DEFAULT_URI = "bolt://localhost:7687"
+TEXT_INDEX = "ebb_memory_text"
+SPREADINGS = ("default", "pagerank")
+URI_SCHEMES = ("bolt", "neo4j", "bolt+s", "bolt+ssc", "neo4j+s", "neo4j+ssc")
+#: PageRank damping for ``spreading="pagerank"`` (the usual 0.85).
+PAGERANK_DAMPING = 0.85
+
+_SCHEMA = (
+    "CREATE CONSTRAINT ebb_memory_key IF NOT EXISTS FOR (n:Memory) REQUIRE (n.ns, n.id) IS UNIQUE",
+    "CREATE CONSTRAINT ebb_audit_key IF NOT EXISTS FOR (a:Audit) REQUIRE (a.ns, a.seq) IS UNIQUE",
+    "CREATE CONSTRAINT ebb_meta_key IF NOT EXISTS FOR (m:Meta) REQUIRE m.key IS UNIQUE",
+    "CREATE INDEX ebb_memory_rank IF NOT EXISTS FOR (n:Memory) ON (n.ns, n.key)",
+    "CREATE INDEX ebb_memory_tier IF NOT EXISTS FOR (n:Memory) ON (n.ns, n.tier)",
+    f"CREATE FULLTEXT INDEX {TEXT_INDEX} IF NOT EXISTS FOR (n:Memory) ON EACH [n.text] "
+    "OPTIONS {indexConfig: {`fulltext.analyzer`: 'english'}}",
+)
+
+_NODE_FIELDS = (
+    "id",
+    "ns",
+    "kind",
+    "text",
+    "props",
+    "created_us",
+    "updated_us",
+    "last_read_us",
+    "pinned",
+    "tier",
+    "review_reason",
+    "queued_us",
+    "base_key",
+    "key",
+    "degree",
+)
+_EDGE_FIELDS = ("kind", "weight", "created_us", "reinforced_us", "props")
+_AUDIT_FIELDS = (
+    "seq",
+    "ns",
+    "at_us",
+    "action",
+    "node_id",
+    "from_tier",
+    "to_tier",
+    "actor",
+    "reason",
+    "payload",
+)
+
+
+def _projection(var: str, fields: Sequence[str]) -> str:
+    return var + " {" + ", ".join(f".{f}" for f in fields) + "}"
+
+
+_NODE = _projection("n", _NODE_FIELDS)
+_OTHER = _projection("m", _NODE_FIELDS)
+_EDGE = _projection("e", _EDGE_FIELDS)
+_KINDS = "(size($kinds) = 0 OR n.kind IN $kinds)"
+# A term of a key: w · 2^((t − epoch)/h) (see ``scoring.term_key``).
+_TERM = "{w} * 2.0 ^ (toFloat({t} - $epoch) / $h)"
+
+_LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
+
+
+def lucene_query(text: str) -> str:
+    """``text`` as a Lucene query matching any of its words, with every operator escaped.
+
+    >>> lucene_query('acme (pricing) AND "seats"')
+    'acme \\\\(pricing\\\\) and \\\\"seats\\\\"'
+    """
+    terms = []
+    for word in text.split():
+        escaped = _LUCENE_SPECIAL.sub(r"\\\1", word)
+        # AND/OR/NOT are operators only in upper case; the analyzer lowercases anyway.
+        terms.append(escaped.lower() if escaped in ("AND", "OR", "NOT") else escaped)
+    return " ".join(terms)
+
+
+# -- conversions -------------------------------------------------------------------------------
+def _to_edge(ns: str, src: str, dst: str, e: Mapping[str, Any]) -> Edge:
+    return Edge(
+        namespace=ns,
+        src=src,
+        dst=dst,
+        kind=e["kind"],
+        weight=float(e["weight"]),
+        created_at=from_us(e["created_us"]),
+        reinforced_at=from_us(e["reinforced_us"]),
+        props=json.loads(e["props"]) if e["props"] else {},
+    )
+
+
+def _edge_row(e: Edge) -> dict[str, Any]:
+    return {
+        "src": e.src,
+        "dst": e.dst,
+        "kind": e.kind,
+        "weight": float(e.weight),
+        "created_us": to_us(e.created_at),
+        "reinforced_us": to_us(e.reinforced_at),
+        "props": json.dumps(e.props, sort_keys=True),
+    }
+
+
+def _pylist(column: Any) -> list[Any]:
+    """A bulk-import column (list or Arrow array) as a plain list."""
+    if isinstance(column, list):
+        return column
+    if hasattr(column, "to_pylist"):
+        result: list[Any] = column.to_pylist()
+        return result
+    return list(column)
+
+
+def _row_batches(
+    cols: Mapping[str, Sequence[Any]], size: int, extra: Mapping[str, Any] | None = None
+) -> Iterator[list[dict[str, Any]]]:
+    """Bulk-import columns (lists or Arrow arrays) as rows, ``size`` at a time, each with
+    ``extra``'s fields first; a node column ``namespace`` becomes ``ns``."""
+    names = list(cols)
+    total = len(cols[names[0]]) if names else 0
+    keys = ["ns" if c == "namespace" and extra is not None else c for c in names]
+    for lo in range(0, total, size):
+        columns = [_pylist(cols[c][lo : lo + size]) for c in names]
+        yield [
+            {**(extra or {}), **dict(zip(keys, values, strict=True))}
+            for values in zip(*columns, strict=True)
+        ]
+
+
+def _batches(rows: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for lo in range(0, len(rows), size):
+        yield rows[lo : lo + size]
+
+
+def _to_audit(a: Mapping[str, Any]) -> AuditEntry:
+    return AuditEntry(
+        seq=int(a["seq"]),
+        namespace=a["ns"],
+        at=from_us(a["at_us"]),
+        action=a["action"],
+        node_id=a["node_id"],
+        from_tier=None if a["from_tier"] is None else Tier(int(a["from_tier"])),
+        to_tier=None if a["to_tier"] is None else Tier(int(a["to_tier"])),
+        actor=a["actor"],
+        reason=a["reason"] or "",
+        payload=json.loads(a["payload"]) if a["payload"] else None,
+    )
+
+
+def _by_namespace(edges: Sequence[Edge]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for e in edges:
+        out.setdefault(e.namespace, []).append(_edge_row(e))
+    return out
+
+
+def _schema_name(ddl: str) -> str:
+    """The name in ``CREATE [FULLTEXT] INDEX|CONSTRAINT <name> IF NOT EXISTS …``."""
+    words = ddl.split()
+    return words[words.index("IF") - 1]

@@ -1,0 +1,369 @@
+"""``Neo4jStore``: the production backend, on a Neo4j 5 server (or Aura) via the official driver.
+
+Same semantics as :class:`~ebb_core.kuzu_store.KuzuStore`; what differs is how the work is done:
+
+* **Schema, created idempotently at open.** ``(:Memory)`` nodes unique on ``(ns, id)``,
+  ``(:Audit)`` entries unique on ``(ns, seq)``, ``(:Meta)`` settings unique on ``key`` (the schema
+  version lives there), a range index on ``(ns, key)`` for ranking, one on ``(ns, tier)`` for the
+  review queue, and a full-text index on ``text`` (Lucene, English analyzer) for recall. Edges are
+  ``[:LINK]`` relationships with a ``kind`` property, unique per ``(src, dst, kind)``.
+* **Parameterised Cypher only.** User data reaches the server as parameters; the only text spliced
+  into queries is this module's own constants. Full-text queries are Lucene syntax, so query text
+  is escaped (:func:`lucene_query`).
+* **Batched writes.** Every multi-row write is one ``UNWIND $rows`` statement per batch.
+* **Transactions.** :meth:`transaction` opens an explicit transaction that every store call on the
+  same thread joins (re-entrant), so one Brain operation commits or rolls back as a whole. A call
+  made outside one runs as a managed transaction, which the driver retries on transient errors
+  and lost connections for up to ``retry_seconds``.
+* **Scoring on the server.** :meth:`recompute_keys` is two Cypher aggregations over the namespace,
+  run as ``CALL (n) { … } IN TRANSACTIONS`` batches in auto-commit sessions when called outside a
+  transaction (as ``Brain.maintain`` does), so a million memories never need one giant
+  transaction. Ranking, the tier reference and tier moves are ``ORDER BY``/``CASE`` queries.
+  Nothing pulls the graph into Python.
+* **Graph Data Science, optional.** ``recompute_keys(..., spreading="pagerank")`` uses GDS
+  PageRank when the plugin is installed (see :meth:`recompute_keys`).
+
+Failures: an unreachable server at open raises :class:`BackendUnavailable` naming the URI; wrong
+credentials say so; a connection lost mid-run is retried (managed transactions, and the start
+of an explicit one) and then reported as :class:`BackendUnavailable`, never as a hang (connect
+and acquisition timeouts are bounded).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from ..clock import to_us
+from ..errors import InvalidInput
+from ..model import AuditEntry, Edge, Node
+from ..records import field_value, node_from_row, node_row
+from ..store import UPDATABLE_FIELDS, Adjustment, Counts, GraphStore
+from .keys import Neo4jKeys
+from .queries import (
+    _AUDIT_FIELDS,
+    _EDGE,
+    _NODE,
+    DEFAULT_URI,
+    _batches,
+    _by_namespace,
+    _projection,
+    _row_batches,
+    _to_audit,
+    _to_edge,
+)
+from .search import Neo4jSearch
+from .vectors import Neo4jVectors
+
+
+class Neo4jStore(Neo4jVectors, Neo4jSearch, Neo4jKeys, GraphStore):
+    """Neo4j backend: one database (``database``; the server's default when None) on ``uri``.
+
+    >>> store = Neo4jStore("bolt://localhost:7687", auth=("neo4j", "secret"))  # doctest: +SKIP
+    >>> brain = Brain(store, namespace="acme")                                  # doctest: +SKIP
+
+    ``retry_seconds`` bounds how long a call keeps retrying after a lost connection or a
+    transient error; ``connection_timeout`` bounds each connection attempt; ``batch_size`` is the
+    number of rows per ``UNWIND`` statement and per ``IN TRANSACTIONS`` batch.
+    """
+
+    backend = "neo4j"
+
+    @classmethod
+    def from_env(cls) -> Neo4jStore:
+        """Open the store the environment names.
+
+        ``NEO4J_URI`` (default ``bolt://localhost:7687``); ``NEO4J_USER`` (default ``neo4j``) and
+        ``NEO4J_PASSWORD`` (no authentication when unset); ``NEO4J_DATABASE`` (default: the
+        server's default database); ``EBB_NEO4J_RETRY_SECONDS`` (default 15).
+        """
+        uri = os.environ.get("NEO4J_URI") or DEFAULT_URI
+        password = os.environ.get("NEO4J_PASSWORD")
+        user = os.environ.get("NEO4J_USER") or "neo4j"
+        auth = (user, password) if password is not None else None
+        retry = os.environ.get("EBB_NEO4J_RETRY_SECONDS")
+        try:
+            retry_seconds = float(retry) if retry else 15.0
+        except ValueError:
+            raise InvalidInput(
+                f"EBB_NEO4J_RETRY_SECONDS must be a number of seconds, got {retry!r}",
+                field="retry_seconds",
+            ) from None
+        return cls(
+            uri,
+            auth=auth,
+            database=os.environ.get("NEO4J_DATABASE") or None,
+            retry_seconds=retry_seconds,
+        )
+
+    # -- nodes ---------------------------------------------------------------------------------
+    def get_nodes(self, namespace: str, ids: Sequence[str]) -> dict[str, Node]:
+        if not ids:
+            return {}
+        rows = self._read(
+            f"UNWIND $ids AS i MATCH (n:Memory {{ns: $ns, id: i}}) RETURN {_NODE} AS n",
+            {"ns": namespace, "ids": list(dict.fromkeys(ids))},
+        )
+        return {r["n"]["id"]: node_from_row(r["n"]) for r in rows}
+
+    def existing_ids(self, namespace: str, ids: Sequence[str]) -> set[str]:
+        wanted = list(dict.fromkeys(ids))
+        found: set[str] = set()
+        for part in _batches(wanted, self._batch):
+            rows = self._read(
+                "UNWIND $ids AS i MATCH (n:Memory {ns: $ns, id: i}) RETURN n.id AS id",
+                {"ns": namespace, "ids": list(part)},
+            )
+            found.update(r["id"] for r in rows)
+        return found
+
+    def upsert_nodes(self, nodes: Sequence[Node]) -> None:
+        self._write_rows(
+            "UNWIND $rows AS r MERGE (n:Memory {ns: r.ns, id: r.id}) SET n = r",
+            [node_row(n) for n in nodes],
+        )
+
+    def insert_nodes(self, nodes: Sequence[Node]) -> None:
+        self._write_rows(
+            "UNWIND $rows AS r CREATE (n:Memory) SET n = r", [node_row(n) for n in nodes]
+        )
+
+    def _write_rows(self, query: str, rows: Sequence[Any], **params: Any) -> None:
+        if not rows:
+            return
+
+        def work(tx: Any) -> None:
+            for part in _batches(rows, self._batch):
+                tx.run(query, {"rows": list(part), **params}).consume()
+
+        self._unit(work)
+
+    def update_nodes(self, namespace: str, changes: Mapping[str, Mapping[str, Any]]) -> None:
+        self.adjust(namespace, {i: Adjustment(fields=f) for i, f in changes.items()})
+
+    def adjust(self, namespace: str, changes: Mapping[str, Adjustment]) -> None:
+        rows = []
+        pushes = []
+        for node_id, adj in changes.items():
+            bad = set(adj.fields) - UPDATABLE_FIELDS
+            if bad:
+                raise InvalidInput(f"cannot update node fields {sorted(bad)}", field="fields")
+            values = dict(field_value(f, v) for f, v in adj.fields.items())
+            if adj.base_delta or adj.degree_delta or adj.key_delta or values:
+                rows.append(
+                    {
+                        "id": node_id,
+                        "db": float(adj.base_delta),
+                        "dd": int(adj.degree_delta),
+                        "dk": float(adj.key_delta),
+                        "set": values,
+                    }
+                )
+            if adj.push_delta:
+                pushes.append({"id": node_id, "d": float(adj.push_delta)})
+        if not rows and not pushes:
+            return
+
+        def work(tx: Any) -> None:
+            # Own changes first, then pushes (as in Kùzu): a push adds to whatever key is set.
+            for part in _batches(rows, self._batch):
+                tx.run(
+                    "UNWIND $rows AS r MATCH (n:Memory {ns: $ns, id: r.id}) "
+                    "SET n.base_key = n.base_key + r.db, n.degree = n.degree + r.dd, "
+                    "n.key = n.key + r.dk SET n += r.set",
+                    {"ns": namespace, "rows": list(part)},
+                ).consume()
+            for part in _batches(pushes, self._batch):
+                # One push per edge: a neighbour linked twice (two kinds) gets it twice.
+                tx.run(
+                    "UNWIND $rows AS p MATCH (:Memory {ns: $ns, id: p.id})-[:LINK]-(m:Memory) "
+                    "WITH m, sum(p.d) AS total SET m.key = m.key + total",
+                    {"ns": namespace, "rows": list(part)},
+                ).consume()
+
+        self._unit(work)
+
+    def delete_nodes(self, namespace: str, ids: Sequence[str]) -> None:
+        self._write_rows(
+            "UNWIND $rows AS i MATCH (n:Memory {ns: $ns, id: i}) DETACH DELETE n",
+            list(ids),
+            ns=namespace,
+        )
+        self.delete_vectors(namespace, ids)
+
+    def bulk_insert(
+        self, nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]
+    ) -> None:
+        # Rows are made batch by batch from the columns: a million memories and five million
+        # links as dicts at once took ~8 GB in the client.
+        scores = {"base_key": 0.0, "key": 0.0, "degree": 0}
+
+        def work(tx: Any) -> None:
+            for part in _row_batches(nodes, self._batch, scores):
+                tx.run("UNWIND $rows AS r CREATE (n:Memory) SET n = r", {"rows": part}).consume()
+            for part in _row_batches(edges, self._batch):
+                tx.run(
+                    "UNWIND $rows AS r "
+                    "MATCH (a:Memory {ns: r.namespace, id: r.src}) "
+                    "MATCH (b:Memory {ns: r.namespace, id: r.dst}) "
+                    "CREATE (a)-[:LINK {kind: r.kind, weight: toFloat(r.weight), "
+                    "created_us: r.created_us, reinforced_us: r.reinforced_us, "
+                    "props: r.props}]->(b)",
+                    {"rows": part},
+                ).consume()
+
+        self._unit(work)
+
+    # -- edges ---------------------------------------------------------------------------------
+    def upsert_edges(self, edges: Sequence[Edge]) -> None:
+        for ns, rows in _by_namespace(edges).items():
+            self._write_rows(
+                "UNWIND $rows AS r "
+                "MATCH (a:Memory {ns: $ns, id: r.src}) MATCH (b:Memory {ns: $ns, id: r.dst}) "
+                "MERGE (a)-[e:LINK {kind: r.kind}]->(b) "
+                "SET e.weight = r.weight, e.created_us = r.created_us, "
+                "e.reinforced_us = r.reinforced_us, e.props = r.props",
+                rows,
+                ns=ns,
+            )
+
+    def insert_edges(self, edges: Sequence[Edge]) -> None:
+        for ns, rows in _by_namespace(edges).items():
+            self._write_rows(
+                "UNWIND $rows AS r "
+                "MATCH (a:Memory {ns: $ns, id: r.src}) MATCH (b:Memory {ns: $ns, id: r.dst}) "
+                "CREATE (a)-[:LINK {kind: r.kind, weight: r.weight, created_us: r.created_us, "
+                "reinforced_us: r.reinforced_us, props: r.props}]->(b)",
+                rows,
+                ns=ns,
+            )
+
+    def get_edge(self, namespace: str, src: str, dst: str, kind: str) -> Edge | None:
+        rows = self._read(
+            "MATCH (:Memory {ns: $ns, id: $a})-[e:LINK {kind: $k}]->(:Memory {ns: $ns, id: $b}) "
+            f"RETURN {_EDGE} AS e LIMIT 1",
+            {"ns": namespace, "a": src, "b": dst, "k": kind},
+        )
+        return _to_edge(namespace, src, dst, rows[0]["e"]) if rows else None
+
+    def scan_nodes(self, namespace: str, batch: int = 5000) -> Iterator[list[Node]]:
+        after = ""
+        while True:
+            rows = self._read(
+                "MATCH (n:Memory) WHERE n.ns = $ns AND n.id > $after "
+                f"RETURN {_NODE} AS n ORDER BY n.id LIMIT $lim",
+                {"ns": namespace, "after": after, "lim": int(batch)},
+            )
+            if not rows:
+                return
+            yield [node_from_row(r["n"]) for r in rows]
+            after = rows[-1]["n"]["id"]
+
+    def scan_edges(self, namespace: str, batch: int = 5000) -> Iterator[list[Edge]]:
+        # Pages of source ids in id order (an index range), then their outgoing edges.
+        after = ""
+        while True:
+            sources = self._read(
+                "MATCH (a:Memory) WHERE a.ns = $ns AND a.id > $after "
+                "RETURN a.id AS id ORDER BY a.id LIMIT $lim",
+                {"ns": namespace, "after": after, "lim": int(batch)},
+            )
+            if not sources:
+                return
+            rows = self._read(
+                "UNWIND $ids AS i MATCH (a:Memory {ns: $ns, id: i})-[e:LINK]->(b:Memory) "
+                f"RETURN a.id AS a, b.id AS b, {_EDGE} AS e ORDER BY a, b, e.kind",
+                {"ns": namespace, "ids": [r["id"] for r in sources]},
+            )
+            if rows:
+                yield [_to_edge(namespace, r["a"], r["b"], r["e"]) for r in rows]
+            after = sources[-1]["id"]
+
+    def namespaces(self) -> list[str]:
+        rows = self._read(
+            "MATCH (n:Memory) RETURN DISTINCT n.ns AS ns "
+            "UNION MATCH (a:Audit) RETURN DISTINCT a.ns AS ns"
+        )
+        return sorted({r["ns"] for r in rows})
+
+    def counts(self, namespace: str) -> Counts:
+        def work(tx: Any) -> Counts:
+            p = {"ns": namespace}
+            by_tier = {
+                int(r["t"]): int(r["c"])
+                for r in tx.run(
+                    "MATCH (n:Memory) WHERE n.ns = $ns RETURN n.tier AS t, count(*) AS c", p
+                )
+            }
+            pinned = tx.run(
+                "MATCH (n:Memory) WHERE n.ns = $ns AND n.pinned RETURN count(*) AS c", p
+            ).single()["c"]
+            edges = tx.run(
+                "MATCH (a:Memory)-[e:LINK]->(:Memory) WHERE a.ns = $ns RETURN count(e) AS c", p
+            ).single()["c"]
+            audits = tx.run("MATCH (a:Audit) WHERE a.ns = $ns RETURN count(*) AS c", p).single()[
+                "c"
+            ]
+            return Counts(
+                nodes=sum(by_tier.values()),
+                edges=int(edges),
+                by_tier=by_tier,
+                pinned=int(pinned),
+                audit_entries=int(audits),
+            )
+
+        return self._unit(work, write=False)
+
+    # -- audit log -----------------------------------------------------------------------------
+    def append_audit(self, entries: Sequence[AuditEntry]) -> None:
+        self._write_rows(
+            "UNWIND $rows AS r CREATE (a:Audit) SET a = r",
+            [
+                {
+                    "seq": int(a.seq),
+                    "ns": a.namespace,
+                    "at_us": to_us(a.at),
+                    "action": a.action,
+                    "node_id": a.node_id,
+                    "from_tier": None if a.from_tier is None else int(a.from_tier),
+                    "to_tier": None if a.to_tier is None else int(a.to_tier),
+                    "actor": a.actor,
+                    "reason": a.reason,
+                    "payload": None if a.payload is None else json.dumps(a.payload),
+                }
+                for a in entries
+            ],
+        )
+
+    def audit_log(
+        self,
+        namespace: str,
+        limit: int,
+        node_id: str | None = None,
+        action: str | None = None,
+        after_seq: int = 0,
+    ) -> list[AuditEntry]:
+        rows = self._read(
+            "MATCH (a:Audit) WHERE a.ns = $ns AND a.seq > $after "
+            "AND ($node IS NULL OR a.node_id = $node) AND ($action IS NULL OR a.action = $action) "
+            f"RETURN {_projection('a', _AUDIT_FIELDS)} AS a ORDER BY a.seq DESC LIMIT $lim",
+            {
+                "ns": namespace,
+                "after": int(after_seq),
+                "node": node_id,
+                "action": action,
+                "lim": int(limit),
+            },
+        )
+        rows.reverse()
+        return [_to_audit(r["a"]) for r in rows]
+
+    def last_audit_seq(self, namespace: str) -> int:
+        rows = self._read(
+            "MATCH (a:Audit) WHERE a.ns = $ns AND a.seq IS NOT NULL "
+            "RETURN a.seq AS s ORDER BY a.seq DESC LIMIT 1",
+            {"ns": namespace},
+        )
+        return int(rows[0]["s"]) if rows else 0
