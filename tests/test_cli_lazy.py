@@ -49,6 +49,23 @@ def test_a_json_command_loads_the_engine_but_not_rich_or_the_mcp_server(tmp_path
     assert "harbor lantern" in out
 
 
+def test_one_shot_commands_on_a_store_without_vectors_do_not_import_numpy(
+    tmp_path: Path,
+) -> None:
+    """numpy is imported where vectors are made or read (embeddings, kuzu_vectors): a store
+    with no embedder needs none, and importing it cost a one-shot command ~0.2 s."""
+    db = str(tmp_path / "plain.kuzu")
+    for args in (
+        ("remember", "harbor lantern", "--json"),
+        ("recall", "lantern", "--json"),
+        ("recall", "lantern"),
+        ("stats", "--json"),
+    ):
+        loaded, out = loaded_after("--db", db, *args)
+        assert "kuzu" in loaded and "numpy" not in loaded, (args, loaded)
+        assert "lantern" in out or '"nodes": 1' in out, out
+
+
 def test_the_package_imports_its_names_on_first_use() -> None:
     code = (
         "import sys, ebb_core\n"

@@ -35,11 +35,12 @@ import threading
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .errors import EbbError, InvalidInput
+
+if TYPE_CHECKING:  # numpy is imported where vectors are made: a one-shot command may need none
+    import numpy as np
 
 #: The name the default model is recorded under in a store.
 MINILM_NAME = "all-MiniLM-L6-v2"
@@ -76,6 +77,8 @@ class Embedder:
 
 def normalise(rows: Any, count: int, name: str) -> np.ndarray:
     """``rows`` as a float32 matrix of ``count`` unit rows, or :class:`EmbedderError`."""
+    import numpy as np
+
     try:
         arr = np.asarray(rows, dtype=np.float32)
     except (TypeError, ValueError) as exc:
@@ -110,6 +113,8 @@ class _Wrapped(Embedder):
         self._query = query
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         texts = list(texts)
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
@@ -254,6 +259,8 @@ class FakeEmbedder(Embedder):
         self.texts = 0
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         self.calls += 1
         self.texts += len(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -322,6 +329,8 @@ class MiniLM(Embedder):
             raise EmbedderError(f"cannot read the MiniLM model from {archive}: {exc}") from None
 
     def _load(self) -> None:
+        import numpy as np
+
         with self._lock:
             if self._w is not None:
                 return
@@ -359,6 +368,8 @@ class MiniLM(Embedder):
             self._w = w
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         texts = list(texts)
         self._load()
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -380,6 +391,8 @@ class MiniLM(Embedder):
         return out
 
     def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        import numpy as np
+
         w = self._w
         assert w is not None
         b, n = ids.shape
@@ -427,6 +440,8 @@ class MiniLM(Embedder):
 
 
 def _layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float = 1e-12) -> np.ndarray:
+    import numpy as np
+
     mu = x.mean(axis=-1, keepdims=True)
     var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
     out: np.ndarray = (x - mu) / np.sqrt(var + eps) * g + b
@@ -434,6 +449,8 @@ def _layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float = 1e-12)
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     # Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), vectorised
     s = np.sign(x)
     a = np.abs(x)
@@ -446,12 +463,16 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     out: np.ndarray = (0.5 * x * (1.0 + _erf(x * np.float32(1 / math.sqrt(2))))).astype(np.float32)
     return out
 
 
 def vectors_to_json(vec: np.ndarray) -> list[float]:
     """A vector as exported (float32 values, written so they read back bit for bit)."""
+    import numpy as np
+
     return [float(v) for v in vec.astype(np.float32)]
 
 

@@ -42,11 +42,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, suppress
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from .errors import EbbError
 from .model import Tier
 from .store import Match
+
+if TYPE_CHECKING:  # numpy is imported where vectors are read: a one-shot command may need none
+    import numpy as np
 
 PREFIX = "MemoryVector_"
 TAIL_PREFIX = "MemoryVectorTail_"
@@ -77,15 +78,19 @@ def _names(namespace: str) -> tuple[str, str, str]:
     return f"{PREFIX}{h}", f"memory_vec_{h}", f"{TAIL_PREFIX}{h}"
 
 
-_BYTE_BITS = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+_BYTE_BITS: list[Any] = []  # set bits per byte value, made on first use (numpy < 2)
 
 
 def _popcount(words: np.ndarray) -> np.ndarray:
     """Set bits per element of a uint64 array (numpy 2's ``bitwise_count``, else a table)."""
+    import numpy as np
+
     count = getattr(np, "bitwise_count", None)
     if count is not None:
         return np.asarray(count(words))
-    per_byte = _BYTE_BITS[words.view(np.uint8)]
+    if not _BYTE_BITS:
+        _BYTE_BITS.append(np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8))
+    per_byte = _BYTE_BITS[0][words.view(np.uint8)]
     return np.asarray(per_byte.reshape(*words.shape, 8).sum(axis=-1, dtype=np.uint8))
 
 
@@ -94,6 +99,8 @@ class _Tail:
     bits (packed, for the shortlist), a uid per row (None: deleted) and each uid's row."""
 
     def __init__(self, dim: int) -> None:
+        import numpy as np
+
         self.dim = dim
         self.words = (dim + 63) // 64  # sign bits per row, as uint64 words
         self.mat = np.zeros((64, dim), dtype=np.float32)
@@ -107,12 +114,16 @@ class _Tail:
         return len(self.where)
 
     def _signs(self, mat: np.ndarray) -> np.ndarray:
+        import numpy as np
+
         packed = np.packbits(mat > 0, axis=1)
         padded = np.zeros((len(mat), self.words * 8), dtype=np.uint8)
         padded[:, : packed.shape[1]] = packed
         return padded.view(np.uint64)
 
     def _room(self, need: int) -> None:
+        import numpy as np
+
         if need <= len(self.mat):
             return
         size = max(need, len(self.mat) + max(64, len(self.mat) // 4))  # +25%: RAM is capped
@@ -123,6 +134,8 @@ class _Tail:
         self.mat, self.bits = mat, bits
 
     def add(self, uids: Sequence[str], mat: np.ndarray) -> None:
+        import numpy as np
+
         rows = []
         for u in uids:
             i = self.where.get(u)
@@ -137,6 +150,8 @@ class _Tail:
         self.bits[:, at] = self._signs(mat).T
 
     def remove(self, uids: Iterable[str]) -> None:
+        import numpy as np
+
         for u in uids:
             i = self.where.pop(u, None)
             if i is not None:
@@ -158,6 +173,8 @@ class _Tail:
         """The ``k`` rows most similar to ``query`` (rows are unit vectors): exact up to
         ``EXACT_MAX`` rows; above, the ``max(SHORTLIST_MIN, 10 k)`` rows whose sign bits differ
         least from the query's (and those tied with the last), re-ranked by exact cosine."""
+        import numpy as np
+
         n = len(self.uids)
         if not self.where or k <= 0:
             return []
@@ -309,6 +326,8 @@ class KuzuVectors:
         self, namespace: str, ids: Sequence[str], vectors: Any, *, new: bool = False
     ) -> None:
         """Store vectors in the namespace's tail (replacing any the memories had)."""
+        import numpy as np
+
         mat = np.asarray(vectors, dtype=np.float32)
         if len(ids) == 0:
             return
@@ -365,6 +384,8 @@ class KuzuVectors:
                 cached.remove(uids)
 
     def vectors_of(self, namespace: str, ids: Sequence[str]) -> dict[str, Any]:
+        import numpy as np
+
         table = self._table(namespace)
         if table is None or not ids:
             return {}
@@ -389,6 +410,8 @@ class KuzuVectors:
     def _unindexed(self, namespace: str) -> _Tail | None:
         """The namespace's vectors outside any built index (its tail, and the indexed table's
         rows if its index is not built yet), in process; None when it has none."""
+        import numpy as np
+
         table, _, tail = _names(namespace)
         tables = self._tables()
         if self._vec_tail is None:
@@ -416,6 +439,8 @@ class KuzuVectors:
     def vector_matches(
         self, namespace: str, vector: Any, pool: int, max_tier: Tier, kinds: Sequence[str] = ()
     ) -> list[tuple[Match, float]]:
+        import numpy as np
+
         table = self._table(namespace)
         if table is None or pool <= 0:
             return []
