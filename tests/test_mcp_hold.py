@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 import time
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -123,6 +125,54 @@ def test_a_claimed_call_keeps_the_store_when_asked_after_the_claim(tmp_path: Pat
         while access.is_open and time.monotonic() < deadline:
             time.sleep(0.02)
         assert not access.is_open and access.releases["asked"] == 1
+    finally:
+        other.kill()
+        other.wait()
+        access.close()
+
+
+class CountingLock:
+    """The access's lock, counting how often each thread takes it."""
+
+    def __init__(self, lock: Any) -> None:
+        self.lock, self.taken = lock, Counter[str]()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        got: bool = self.lock.acquire(blocking, timeout)
+        if got:
+            self.taken[threading.current_thread().name] += 1
+        return got
+
+    def release(self) -> None:
+        self.lock.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def test_the_idle_watcher_takes_the_lock_only_to_let_go(tmp_path: Path) -> None:
+    """Checking whether to let go takes no lock (a call on the event loop that met it taken
+    would go to a worker thread); letting go does."""
+    db = tmp_path / "watched.kuzu"
+    access = StoreAccess(db, backend="kuzu", namespace=NS, idle_release=600)
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        access.check()
+        counting = CountingLock(access._lock)
+        access._lock = counting  # type: ignore[assignment]
+        time.sleep(0.6)  # a dozen of the watcher's checks: open, not idle, not wanted
+        assert counting.taken["ebb-idle"] == 0 and access.is_open
+        path = request_path(db)
+        assert path is not None
+        path.write_text(str(other.pid))  # another process asks
+        deadline = time.monotonic() + 20
+        while access.is_open and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not access.is_open and access.releases["asked"] == 1
+        assert counting.taken["ebb-idle"] >= 1
     finally:
         other.kill()
         other.wait()

@@ -211,20 +211,28 @@ class StoreAccess:
         self._watcher.start()
 
     def _watching(self) -> None:
+        """Every fraction of a second: let go of the store if it is idle or wanted. The lock is
+        taken only to let go (checked again under it), so a call arriving on the event loop
+        never finds it taken by a mere check and sent to a worker thread (:meth:`claim`)."""
         interval = min(0.05, self.idle_release / 4)
         while not self._closed.wait(interval):
+            if self._held is not None and not self._idle() and not self._wanted():
+                continue
             if not self._lock.acquire(blocking=False):
                 continue  # a call is in flight: it checks when it ends
             try:
                 if self._held is None:
                     self._watcher = None
                     return
-                if time.monotonic() - self._last >= self.idle_release:
+                if self._idle():
                     self._release("idle")
                 elif self._wanted():
                     self._release("asked")
             finally:
                 self._lock.release()
+
+    def _idle(self) -> bool:
+        return time.monotonic() - self._last >= self.idle_release
 
     def check(self, wait: float | None = None) -> str:
         """Open the store once (creating it if needed) and say where it is.
