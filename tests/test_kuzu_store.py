@@ -121,34 +121,6 @@ def test_a_final_write_that_fails_writes_nothing(tmp_path: Path) -> None:
     store.close()
 
 
-def test_reopen_after_clean_close_keeps_everything(tmp_path: Path) -> None:
-    db = tmp_path / "clean.kuzu"
-    with Brain.open(db, namespace="x") as b:
-        b.remember("first", id="note:1")
-        b.remember("second", id="note:2", links=["note:1"])
-        b.forget("note:1")
-    with Brain.open(db, namespace="x") as b:
-        assert b.stats().nodes == 2 and b.stats().edges == 1
-        assert [i.id for i in b.review_queue()] == ["note:1"]
-        b.remember("zebra written after reopening", id="note:3")
-        assert [h.id for h in b.recall("zebra")] == ["note:3"]
-
-
-def test_failed_operation_rolls_back(tmp_path: Path) -> None:
-    store = KuzuStore(tmp_path / "tx.kuzu")
-    b = Brain(store, namespace="t")
-    b.remember("anchor", id="note:a")
-    assert [h.id for h in b.recall("anchor")] == ["note:a"]  # builds the recall cache
-    with pytest.raises(RuntimeError), store.transaction():
-        b.remember("inside a failed transaction", id="note:b")
-        raise RuntimeError("boom")
-    assert store.get_nodes("t", ["note:b"]) == {}
-    assert b.stats().nodes == 1
-    assert b.recall("failed transaction") == []  # recall's cached columns were dropped too
-    assert [h.id for h in b.recall("anchor")] == ["note:a"]
-    b.close()
-
-
 def test_store_path_errors_are_clear(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="does not exist"):
         KuzuStore(tmp_path / "no" / "such" / "dir" / "db")

@@ -1,5 +1,6 @@
 """What only the Neo4j backend has: server schema, Lucene escaping, explicit transactions shared by
-store calls, batched server-side scoring equal to Kùzu's, bulk loads from Arrow or lists.
+store calls (and isolated between threads), batched server-side scoring equal to Kùzu's. What it
+shares with every backend is in the contract suite (tests/test_store_contract.py).
 
 Needs the Neo4j test server (``make test`` starts one); skipped without it, failed under CI.
 """
@@ -9,7 +10,6 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from ebb_core import Brain, FixedClock, InvalidInput, Tier
@@ -116,20 +116,6 @@ def test_lucene_query_escapes_every_operator(text: str, expected: str | None) ->
     assert not {"AND", "OR", "NOT"} & set(escaped.split())
 
 
-def test_recall_takes_any_text_as_a_plain_query(neo: Neo4jStore, clock: FixedClock) -> None:
-    brain = Brain(neo, namespace="t", clock=clock)
-    brain.remember("pricing for acme: seats and tickets", id="note:pricing")
-    for query in [
-        'acme (pricing" AND -seats ~ * ? : \\ / [ ] { } ^ || && NOT',
-        "pricing~2 seats^10 title:acme",
-        '"unbalanced',
-        "OR",
-    ]:
-        hits = brain.recall(query, reinforce=False)
-        assert all(h.id == "note:pricing" for h in hits), query
-    assert [h.id for h in brain.recall('"acme" OR (tickets)', reinforce=False)] == ["note:pricing"]
-
-
 def test_store_calls_join_the_open_transaction_and_roll_back(
     neo: Neo4jStore, clock: FixedClock
 ) -> None:
@@ -151,15 +137,6 @@ def test_store_calls_join_the_open_transaction_and_roll_back(
     assert neo.get_nodes("t", ["note:b"]) == {}
     assert brain.get("note:a").degree == 0
     assert brain.stats().nodes == 1
-
-
-def test_a_failed_operation_leaves_nothing(neo: Neo4jStore, clock: FixedClock) -> None:
-    brain = Brain(neo, namespace="t", clock=clock)
-    brain.remember("anchor", id="note:a")
-    before = _keys(brain)
-    with pytest.raises(Exception, match="note:nowhere"):
-        brain.remember("half linked", id="note:b", links=["note:a", "note:nowhere"])
-    assert _keys(brain) == before
 
 
 @pytest.mark.parametrize("batch_size", [3, 10_000])
@@ -227,80 +204,6 @@ def test_maintain_outside_a_transaction_is_batched(neo4j_uri: str, clock: FixedC
     with pytest.raises(InvalidInput, match="'default', 'pagerank'"):
         batched.recompute_keys("b", epoch, cfg.half_life_us, 1.0, 0.1, spreading="louvain")
     batched.close()
-
-
-def test_scale_keys_inside_and_outside_a_transaction(neo: Neo4jStore, clock: FixedClock) -> None:
-    brain = Brain(neo, namespace="s", clock=clock)
-    brain.remember("one", id="note:1")
-    brain.remember("two", id="note:2", links=["note:1"])
-    before = _keys(brain)
-    neo.scale_keys(0.5)
-    with neo.transaction():
-        neo.scale_keys(4.0)
-    for i, (b, k, d) in _keys(brain).items():
-        assert b == pytest.approx(before[i][0] * 2) and k == pytest.approx(before[i][1] * 2)
-        assert d == before[i][2]
-
-
-@pytest.mark.parametrize("arrow", [False, True])
-def test_bulk_insert_takes_lists_or_arrow_arrays(neo: Neo4jStore, arrow: bool) -> None:
-    us = 1_767_225_600_000_000
-    nodes = {
-        "namespace": ["bulk", "bulk", "bulk"],
-        "id": ["note:a", "note:b", "note:c"],
-        "kind": ["note"] * 3,
-        "text": ["alpha", "beta", "gamma"],
-        "props": ['{"k": 1}', "{}", "{}"],
-        "created_us": [us] * 3,
-        "updated_us": [us] * 3,
-        "last_read_us": [us, None, None],
-        "pinned": [True, False, False],
-        "tier": [1, 2, 4],
-        "review_reason": [None, None, "forgotten"],
-        "queued_us": [None, None, us],
-    }
-    edges = {
-        "namespace": ["bulk", "bulk"],
-        "src": ["note:a", "note:b"],
-        "dst": ["note:b", "note:c"],
-        "kind": ["related", "mentions"],
-        "weight": [1.0, 2.5],
-        "created_us": [us, us],
-        "reinforced_us": [us, us],
-        "props": ["{}", '{"why": "x"}'],
-    }
-    if arrow:
-        nodes = {c: pa.array(v) for c, v in nodes.items()}  # type: ignore[misc]
-        edges = {c: pa.chunked_array([pa.array(v)]) for c, v in edges.items()}  # type: ignore[misc]
-    neo.bulk_insert(nodes, edges)
-    got = neo.get_nodes("bulk", ["note:a", "note:b", "note:c"])
-    assert got["note:a"].props == {"k": 1} and got["note:a"].pinned
-    assert got["note:c"].tier is Tier.FROZEN and got["note:c"].review_reason == "forgotten"
-    assert got["note:b"].last_read_at is None and got["note:a"].key == 0.0
-    edge = neo.get_edge("bulk", "note:b", "note:c", "mentions")
-    assert edge is not None and edge.weight == 2.5 and edge.props == {"why": "x"}
-    assert neo.counts("bulk").edges == 2
-
-
-def test_scans_follow_code_point_order_like_kuzu(
-    neo: Neo4jStore, tmp_path: Path, clock: FixedClock
-) -> None:
-    ids = ["note:a\uff01", "note:a\U0001f642", "note:aZ", "note:a_", "note:a\u00e9", "note:a"]
-    kuzu = KuzuStore(tmp_path / "order.kuzu")
-    orders = []
-    for store in (kuzu, neo):
-        brain = Brain(store, namespace="o", clock=clock)
-        for i in ids:
-            brain.remember(f"memory {i}", id=i, links=[x for x in ids[:1] if x != i])
-        orders.append(
-            (
-                [n.id for b in store.scan_nodes("o", batch=2) for n in b],
-                [(e.src, e.dst) for b in store.scan_edges("o", batch=2) for e in b],
-            )
-        )
-    kuzu.close()
-    assert orders[0] == orders[1]
-    assert orders[1][0] == sorted(ids)
 
 
 def test_from_env_reads_the_connection_settings(

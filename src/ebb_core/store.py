@@ -5,9 +5,10 @@ what gets audited); a store owns only how its engine keeps and finds things. Not
 interface writes a query language; nothing below it decides policy. User data crosses the seam as
 values and reaches the database only as query parameters.
 
-A new backend is one module implementing this class. The engine's own tests (every test in
-``tests/`` that takes the ``store`` or ``brain`` fixture) run against each backend listed in
-``BACKENDS`` in ``tests/conftest.py``.
+A new backend is one module implementing this class. It proves the contract by subclassing
+:class:`ebb_core.testing.StoreContractTests` (docs/store-contract.md); in this repository the
+engine's own tests (every test in ``tests/`` that takes the ``store`` or ``brain`` fixture) also
+run against each backend listed in ``BACKENDS`` in ``tests/conftest.py``.
 """
 
 from __future__ import annotations
