@@ -224,6 +224,7 @@ class KuzuVectors:
         def _q(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]: ...
         def _rows(self, query: str) -> list[list[Any]]: ...
         def _exec(self, query: str) -> None: ...
+        def _copy(self, name: str, table: Any) -> None: ...
         def matches_for(self, namespace: str, ids: Sequence[str]) -> list[Match]: ...
         def transaction(self) -> AbstractContextManager[None]: ...
         def _run(
@@ -346,18 +347,28 @@ class KuzuVectors:
             else:
                 import pyarrow as pa
 
-                rows = pa.table(
-                    {
-                        "u": pa.array(uids, type=pa.string()),
-                        "v": pa.FixedSizeListArray.from_arrays(
-                            pa.array(mat.reshape(-1), type=pa.float32()), int(mat.shape[1])
+                vecs = pa.FixedSizeListArray.from_arrays(
+                    pa.array(mat.reshape(-1), type=pa.float32()), int(mat.shape[1])
+                )
+                if new:  # a bulk load: measured ~1,000 vectors/s created row by row
+                    self._copy(
+                        tail,
+                        pa.table(
+                            {
+                                "uid": pa.array(uids, type=pa.string()),
+                                "ns": pa.array([namespace] * len(uids), type=pa.string()),
+                                "vec": vecs,
+                            }
                         ),
-                    }
-                )
-                self._run(
-                    f"LOAD FROM $rows CREATE (:{tail} {{uid: u, ns: $ns, vec: v}})",
-                    {"rows": rows, "ns": namespace},
-                )
+                    )
+                else:
+                    self._run(
+                        f"LOAD FROM $rows CREATE (:{tail} {{uid: u, ns: $ns, vec: v}})",
+                        {
+                            "rows": pa.table({"u": pa.array(uids, type=pa.string()), "v": vecs}),
+                            "ns": namespace,
+                        },
+                    )
             cached = (self._vec_tail or {}).get(namespace)
             if cached is not None:  # written through; a rollback drops it (_forget_vectors)
                 cached.add(uids, mat)
@@ -499,11 +510,15 @@ class KuzuVectors:
         with self._lock:
             if table not in self._tables():
                 return 0
+            indexed = self._indexed(table)
+            if min_tail is None and not indexed:
+                min_tail = self.in_process_cap() + 1
+                loaded = namespace in (self._vec_tail or {})
+                if not loaded and self.vector_count(namespace) < min_tail:
+                    return 0  # counted by a query, not loaded for nothing (an import's end)
+            min_tail = TAIL_MIN if min_tail is None else min_tail
             unindexed = self._unindexed(namespace)
             waiting = len(unindexed) if unindexed is not None else 0
-            indexed = self._indexed(table)
-            if min_tail is None:
-                min_tail = TAIL_MIN if indexed else self.in_process_cap() + 1
             if waiting == 0 or waiting < min_tail or (indexed and limit <= 0):
                 return 0
             moved = 0
