@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -204,6 +205,62 @@ def test_maintain_outside_a_transaction_is_batched(neo4j_uri: str, clock: FixedC
     with pytest.raises(InvalidInput, match="'default', 'pagerank'"):
         batched.recompute_keys("b", epoch, cfg.half_life_us, 1.0, 0.1, spreading="louvain")
     batched.close()
+
+
+def test_bulk_insert_links_new_memories_and_stored_ones_in_each_namespace(
+    neo: Neo4jStore,
+) -> None:
+    """Links between memories of the same call go by element id, the rest by (ns, id): one id
+    in two namespaces must link within its own namespace either way."""
+    us = 1_767_225_600_000_000
+
+    def nodes(ns: list[str], ids: list[str]) -> dict[str, list[Any]]:
+        n = len(ids)
+        return {
+            "namespace": ns,
+            "id": ids,
+            "kind": ["note"] * n,
+            "text": [f"text {i}" for i in ids],
+            "props": ["{}"] * n,
+            "created_us": [us] * n,
+            "updated_us": [us] * n,
+            "last_read_us": [None] * n,
+            "pinned": [False] * n,
+            "tier": [2] * n,
+            "review_reason": [None] * n,
+            "queued_us": [None] * n,
+        }
+
+    def edges(rows: list[tuple[str, str, str, float]]) -> dict[str, list[Any]]:
+        return {
+            "namespace": [r[0] for r in rows],
+            "src": [r[1] for r in rows],
+            "dst": [r[2] for r in rows],
+            "kind": ["related"] * len(rows),
+            "weight": [r[3] for r in rows],
+            "created_us": [us] * len(rows),
+            "reinforced_us": [us] * len(rows),
+            "props": ["{}"] * len(rows),
+        }
+
+    neo.bulk_insert(nodes(["x", "y"], ["note:old", "note:old"]), edges([]))
+    neo.bulk_insert(
+        nodes(["x", "x", "y"], ["note:a", "note:b", "note:a"]),
+        edges(
+            [
+                ("x", "note:a", "note:b", 1.0),  # both new
+                ("y", "note:a", "note:old", 2.0),  # new to stored
+                ("x", "note:old", "note:a", 3.0),  # stored to new
+            ]
+        ),
+    )
+    got = {(ns, e.src, e.dst): e.weight for ns in ("x", "y") for b in neo.scan_edges(ns) for e in b}
+    assert got == {
+        ("x", "note:a", "note:b"): 1.0,
+        ("y", "note:a", "note:old"): 2.0,
+        ("x", "note:old", "note:a"): 3.0,
+    }
+    assert neo.counts("x").edges == 2 and neo.counts("y").edges == 1
 
 
 def test_from_env_reads_the_connection_settings(

@@ -126,22 +126,6 @@ def _pylist(column: Any) -> list[Any]:
     return list(column)
 
 
-def _row_batches(
-    cols: Mapping[str, Sequence[Any]], size: int, extra: Mapping[str, Any] | None = None
-) -> Iterator[list[dict[str, Any]]]:
-    """Bulk-import columns (lists or Arrow arrays) as rows, ``size`` at a time, each with
-    ``extra``'s fields first; a node column ``namespace`` becomes ``ns``."""
-    names = list(cols)
-    total = len(cols[names[0]]) if names else 0
-    keys = ["ns" if c == "namespace" and extra is not None else c for c in names]
-    for lo in range(0, total, size):
-        columns = [_pylist(cols[c][lo : lo + size]) for c in names]
-        yield [
-            {**(extra or {}), **dict(zip(keys, values, strict=True))}
-            for values in zip(*columns, strict=True)
-        ]
-
-
 def _batches(rows: Sequence[T], size: int) -> Iterator[Sequence[T]]:
     for lo in range(0, len(rows), size):
         yield rows[lo : lo + size]

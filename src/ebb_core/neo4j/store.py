@@ -41,6 +41,7 @@ from ..errors import InvalidInput
 from ..model import AuditEntry, Edge, Node
 from ..records import field_value, node_from_row, node_row
 from ..store import UPDATABLE_FIELDS, Adjustment, Counts, GraphStore
+from .bulk import create_links, create_nodes
 from .keys import Neo4jKeys
 from .queries import (
     _AUDIT_FIELDS,
@@ -50,7 +51,6 @@ from .queries import (
     _batches,
     _by_namespace,
     _projection,
-    _row_batches,
     _to_audit,
     _to_edge,
 )
@@ -196,23 +196,12 @@ class Neo4jStore(Neo4jVectors, Neo4jSearch, Neo4jKeys, GraphStore):
     def bulk_insert(
         self, nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]
     ) -> None:
-        # Rows are made batch by batch from the columns: a million memories and five million
-        # links as dicts at once took ~8 GB in the client.
-        scores = {"base_key": 0.0, "key": 0.0, "degree": 0}
-
+        # Columns go as columns, batch by batch (a million memories and five million links as
+        # row dicts at once took ~8 GB in the client); links between memories created here are
+        # made by element id (see ``bulk``).
         def work(tx: Any) -> None:
-            for part in _row_batches(nodes, self._batch, scores):
-                tx.run("UNWIND $rows AS r CREATE (n:Memory) SET n = r", {"rows": part}).consume()
-            for part in _row_batches(edges, self._batch):
-                tx.run(
-                    "UNWIND $rows AS r "
-                    "MATCH (a:Memory {ns: r.namespace, id: r.src}) "
-                    "MATCH (b:Memory {ns: r.namespace, id: r.dst}) "
-                    "CREATE (a)-[:LINK {kind: r.kind, weight: toFloat(r.weight), "
-                    "created_us: r.created_us, reinforced_us: r.reinforced_us, "
-                    "props: r.props}]->(b)",
-                    {"rows": part},
-                ).consume()
+            element_ids = create_nodes(tx, nodes, self._batch)
+            create_links(tx, edges, nodes, element_ids, self._batch)
 
         self._unit(work)
 
