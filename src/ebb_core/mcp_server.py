@@ -49,7 +49,7 @@ from .engine import Brain
 from .errors import BackendUnavailable, EbbError, InvalidInput, StoreLocked
 from .grouping import DEFAULT_DELAY as DEFAULT_REINFORCEMENT_DELAY
 from .mcp_access import DEFAULT_IDLE_RELEASE, DEFAULT_WAIT, StoreAccess, busy_message
-from .mcp_tools import add_tools, check_arguments, compact, explain_invalid
+from .mcp_tools import add_tools, check_arguments, explain_invalid
 from .tools import INSTRUCTIONS
 from .validation import MAX_LIST
 
@@ -140,7 +140,7 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
                 if isinstance(exc.__cause__, ValidationError):
                     raise ToolError(explain_invalid(name, exc.__cause__)) from exc.__cause__
                 raise
-            return compact(result)
+            return result
 
         async def run_stdio_async(self) -> None:
             """The SDK's stdio transport, with Ebb's reader in front of it (see mcp_wire)."""
