@@ -45,7 +45,7 @@ from .model import (
     slugify,
 )
 from .scoring import Config
-from .store import SUPERSEDES, Adjustment, GraphStore, Link, Match, TierMove
+from .store import SUPERSEDES, Adjustment, GraphStore, Link, Match, TierMove, TierMoveColumns
 from .text import STOP_WORDS, matched_terms, query_terms, stem, words
 from .validation import (  # the validate_* names are imported from here too
     MAX_ID_LEN,
@@ -1661,30 +1661,35 @@ class Brain:
         cfg, store = self._s.config, self._s.store
         with self._tx():
             reference, _ = store.reference_key(self._ns, cfg.reference_quantile)
-            moves = store.tier_moves(
+            moves = store.tier_move_columns(
                 self._ns, reference, cfg.hot_ratio, cfg.warm_ratio, cfg.cold_ratio
             )
             # the same replacement policy maintain applies (decay alone archives, never queues)
-            return self._policy_moves(moves, self._now_us())[0]
+            return self._policy_moves(moves, self._now_us())[0].moves()
 
     def _retier(self, now_us: int, scanned: int, rebased: bool, spreading: str) -> MaintainReport:
         cfg = self._s.config
         with self._tx():
             self._refresh_reference()
             mx = self._ref_key()
-            moves = self._s.store.tier_moves(
+            # As columns: a first maintain can move most of a million memories, and one
+            # object (and audit entry) per move took seconds and gigabytes.
+            moves = self._s.store.tier_move_columns(
                 self._ns, mx, cfg.hot_ratio, cfg.warm_ratio, cfg.cold_ratio
             )
             moves, why_moved = self._policy_moves(moves, now_us)
             now = from_us(now_us)
             moved: dict[str, int] = {}
             queued: list[str] = []
-            first = self._s.store.last_audit_seq(self._ns) + 1 if moves else 0
-            # In slices: a first maintain can move most of a million memories, and their
-            # changes and audit entries as Python objects took gigabytes at once.
+            first = self._s.store.last_audit_seq(self._ns) + 1 if len(moves) else 0
             for lo in range(0, len(moves), _MOVES_PER_WRITE):
                 self._write_moves(
-                    moves[lo : lo + _MOVES_PER_WRITE], why_moved, now, first + lo, moved, queued
+                    moves.take(slice(lo, lo + _MOVES_PER_WRITE)),
+                    why_moved,
+                    now,
+                    first + lo,
+                    moved,
+                    queued,
                 )
             if queued:
                 self._refresh_reference()  # the frozen no longer count
@@ -1700,55 +1705,61 @@ class Brain:
 
     def _write_moves(
         self,
-        moves: Sequence[TierMove],
+        moves: TierMoveColumns,
         why_moved: Mapping[str, str],
         now: datetime,
         first: int,
         moved: dict[str, int],
         queued: list[str],
     ) -> None:
-        """Store ``moves`` and their audit entries (numbered from ``first``), counting them
-        in ``moved`` and the newly frozen in ``queued``."""
-        cfg = self._s.config
-        changes: dict[str, dict[str, Any]] = {}
-        labels = {t: t.label for t in Tier}
-        audit: dict[str, list[Any]] = {
-            "action": [],
-            "node_id": [],
-            "from_tier": [],
-            "to_tier": [],
-            "actor": [],
-            "reason": [],
+        """Store ``moves`` (one write per target tier on Kùzu) and their audit entries (one
+        columnar write, numbered from ``first``), counting them in ``moved`` and the newly
+        frozen in ``queued``."""
+        import numpy as np
+
+        if not len(moves):
+            return
+        cfg, frozen = self._s.config, int(Tier.FROZEN)
+        ids, src, dst = moves.ids, moves.from_tier, moves.to_tier
+        review: dict[str, str] = {}
+        freezing = np.flatnonzero(dst == frozen)
+        for i, r in zip(ids[freezing].tolist(), moves.ratio[freezing].tolist(), strict=True):
+            review[i] = (
+                f"decayed: activation is {r:.2%} of the most active memory, "
+                f"below the {cfg.cold_ratio:.0%} cut-off"
+                + (f"; {why_moved[i]}" if i in why_moved else "")
+            )
+            queued.append(i)
+        # counted per (from, to), keys in the order the moves first meet them
+        pairs, at, counts = np.unique(src * 8 + dst, return_index=True, return_counts=True)
+        for k in np.argsort(at, kind="stable").tolist():
+            p = int(pairs[k])
+            key = f"{Tier(p // 8).label}->{Tier(p % 8).label}"
+            moved[key] = moved.get(key, 0) + int(counts[k])
+        action = np.where(dst == frozen, "freeze", np.where(dst > src, "demote", "promote"))
+        node_ids = ids.tolist()
+        ratios = moves.ratio.tolist()
+        if why_moved:
+            reasons = [
+                why_moved.get(i) or f"activation ratio {r:.4f}"
+                for i, r in zip(node_ids, ratios, strict=True)
+            ]
+        else:
+            reasons = [f"activation ratio {r:.4f}" for r in ratios]
+        audit: dict[str, Sequence[Any]] = {
+            "action": action.tolist(),
+            "node_id": node_ids,
+            "from_tier": src.tolist(),
+            "to_tier": dst.tolist(),
+            "actor": ["maintain"] * len(moves),
+            "reason": reasons,
         }
-        for m in moves:  # columns, not objects: a first maintain can move 100k memories
-            fields: dict[str, Any] = {"tier": m.to_tier}
-            if m.to_tier == Tier.FROZEN:
-                fields["review_reason"] = (
-                    f"decayed: activation is {m.ratio:.2%} of the most active memory, "
-                    f"below the {cfg.cold_ratio:.0%} cut-off"
-                    + (f"; {why_moved[m.node_id]}" if m.node_id in why_moved else "")
-                )
-                fields["queued_at"] = now
-                queued.append(m.node_id)
-            changes[m.node_id] = fields
-            key = f"{labels[m.from_tier]}->{labels[m.to_tier]}"
-            moved[key] = moved.get(key, 0) + 1
-            action = "demote" if m.to_tier > m.from_tier else "promote"
-            if m.to_tier == Tier.FROZEN:
-                action = "freeze"
-            audit["action"].append(action)
-            audit["node_id"].append(m.node_id)
-            audit["from_tier"].append(m.from_tier)
-            audit["to_tier"].append(m.to_tier)
-            audit["reason"].append(why_moved.get(m.node_id, f"activation ratio {m.ratio:.4f}"))
-        audit["actor"] = ["maintain"] * len(moves)
-        if changes:
-            self._s.store.update_nodes(self._ns, changes)
-            self._s.store.append_audit_columns(self._ns, first, now, audit)
+        self._s.store.set_tiers(self._ns, moves, review, now)
+        self._s.store.append_audit_columns(self._ns, first, now, audit)
 
     def _policy_moves(
-        self, moves: Sequence[TierMove], now_us: int
-    ) -> tuple[list[TierMove], dict[str, str]]:
+        self, moves: TierMoveColumns, now_us: int
+    ) -> tuple[TierMoveColumns, dict[str, str]]:
         """``moves`` as the replacement policy has them, and the reason for each move it changed
         or added.
 
@@ -1758,49 +1769,77 @@ class Brain:
           it is linked to was (the support of a replaced decision); otherwise it stays cold,
           findable when nothing fresher matches. ``Config.decay_alone_freezes`` restores
           freezing by decay alone.
+
+        Only the moves the policy can change are looked at one by one: those to frozen, and
+        those of superseded memories; a memory's links are read only when something is
+        superseded at all (otherwise none can have only superseded links).
         """
+        import numpy as np
+
         cfg, store = self._s.config, self._s.store
         replaced = store.superseded_by(self._ns, None)
-        freezing = [m.node_id for m in moves if m.to_tier == Tier.FROZEN]
-        if not replaced and (cfg.decay_alone_freezes or not freezing):
-            return list(moves), {}
+        frozen, cold = int(Tier.FROZEN), int(Tier.COLD)
+        to = moves.to_tier.copy()
+        freezing = (
+            np.flatnonzero(to == frozen) if not cfg.decay_alone_freezes else np.zeros(0, np.int64)
+        )
+        if not replaced and not len(freezing):
+            return moves, {}
+        ids = moves.ids
+        keep = np.ones(len(moves), np.bool_)
+        reasons: dict[str, str] = {}
+        frozen_ids = ids[freezing].tolist()
         context: dict[str, list[str]] = {}
-        if freezing and not cfg.decay_alone_freezes:
-            unreplaced = [i for i in freezing if i not in replaced]
+        if replaced and frozen_ids:
+            unreplaced = [i for i in frozen_ids if i not in replaced]
             for link in store.strongest_links(
                 self._ns, unreplaced, now_us, cfg.half_life_us, 0.0, 16 * len(unreplaced)
             ):
                 context.setdefault(link.node_id, []).append(link.other_id)
-        nodes = store.get_nodes(self._ns, list(replaced))
-        out: list[TierMove] = []
-        reasons: dict[str, str] = {}
-        planned = {m.node_id for m in moves}
-        for m in moves:
-            n = nodes.get(m.node_id)
-            if m.to_tier == Tier.FROZEN and not cfg.decay_alone_freezes:
-                if m.node_id in replaced:
-                    reasons[m.node_id] = f"superseded by {', '.join(replaced[m.node_id])}"
-                    out.append(m)
-                    continue
-                linked = context.get(m.node_id, [])
-                if linked and all(x in replaced for x in linked):
-                    reasons[m.node_id] = (
-                        "everything it links to was superseded "
-                        f"({', '.join(sorted(set(linked))[:3])})"
-                    )
-                    out.append(m)
-                elif m.from_tier != Tier.COLD:  # archived, not queued for deletion
-                    out.append(TierMove(m.node_id, m.from_tier, Tier.COLD, m.ratio))
-                continue
-            if n is None or n.pinned or m.to_tier > m.from_tier:
-                out.append(m)  # not replaced, or a demotion
-            elif m.from_tier == Tier.HOT:  # what was replaced leaves hot, and never rises
-                out.append(TierMove(m.node_id, m.from_tier, Tier.WARM, m.ratio))
-                reasons[m.node_id] = f"superseded by {', '.join(replaced[m.node_id])}"
-        for i, n in nodes.items():
-            if i not in planned and n.tier == Tier.HOT and not n.pinned:
-                out.append(TierMove(i, Tier.HOT, Tier.WARM, 1.0))
+        for k, i in zip(freezing.tolist(), frozen_ids, strict=True):
+            if i in replaced:
                 reasons[i] = f"superseded by {', '.join(replaced[i])}"
+                continue
+            linked = context.get(i, [])
+            if linked and all(x in replaced for x in linked):
+                reasons[i] = (
+                    f"everything it links to was superseded ({', '.join(sorted(set(linked))[:3])})"
+                )
+            elif moves.from_tier[k] != cold:  # archived, not queued for deletion
+                to[k] = cold
+            else:
+                keep[k] = False
+        extra: list[str] = []
+        if replaced:
+            nodes = store.get_nodes(self._ns, list(replaced))
+            handled = set(frozen_ids)
+            planned: set[str] = set()
+            for k, i in enumerate(ids.tolist()):
+                if i not in replaced:
+                    continue
+                planned.add(i)
+                n = nodes.get(i)
+                if i in handled or n is None or n.pinned or to[k] > moves.from_tier[k]:
+                    continue  # handled above, not replaced, or a demotion
+                if moves.from_tier[k] == int(Tier.HOT):  # what was replaced leaves hot
+                    to[k] = int(Tier.WARM)
+                    reasons[i] = f"superseded by {', '.join(replaced[i])}"
+                else:  # and never rises
+                    keep[k] = False
+            for i, n in nodes.items():
+                if i not in planned and n.tier == Tier.HOT and not n.pinned:
+                    extra.append(i)
+                    reasons[i] = f"superseded by {', '.join(replaced[i])}"
+        out = TierMoveColumns(ids, moves.from_tier, to, moves.ratio).take(keep)
+        if extra:
+            more = np.empty(len(extra), dtype=object)
+            more[:] = extra
+            out = TierMoveColumns(
+                np.concatenate([out.ids, more]),
+                np.concatenate([out.from_tier, np.full(len(extra), int(Tier.HOT), np.int64)]),
+                np.concatenate([out.to_tier, np.full(len(extra), int(Tier.WARM), np.int64)]),
+                np.concatenate([out.ratio, np.ones(len(extra))]),
+            )
         return out, reasons
 
     # -- export / import -------------------------------------------------------------------------

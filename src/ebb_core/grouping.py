@@ -33,7 +33,16 @@ from typing import Any
 
 from .errors import InvalidInput
 from .model import AuditEntry, Edge, Node, Tier
-from .store import Adjustment, Counts, GraphStore, Incident, Link, Match, TierMove
+from .store import (
+    Adjustment,
+    Counts,
+    GraphStore,
+    Incident,
+    Link,
+    Match,
+    TierMove,
+    TierMoveColumns,
+)
 
 log = logging.getLogger("ebb.grouping")
 
@@ -447,6 +456,29 @@ class GroupedStore(GraphStore):
     ) -> list[TierMove]:
         self.flush()
         return self.inner.tier_moves(namespace, reference, hot_ratio, warm_ratio, cold_ratio)
+
+    # Defined on GraphStore (as defaults), so __getattr__ would never pass these on: without
+    # them a grouped Brain would take the default per-row paths, not the backend's own.
+    def tier_move_columns(
+        self,
+        namespace: str,
+        reference: float,
+        hot_ratio: float,
+        warm_ratio: float,
+        cold_ratio: float,
+    ) -> TierMoveColumns:
+        self.flush()
+        return self.inner.tier_move_columns(namespace, reference, hot_ratio, warm_ratio, cold_ratio)
+
+    def set_tiers(
+        self,
+        namespace: str,
+        moves: TierMoveColumns,
+        review_reasons: Mapping[str, str],
+        queued_at: datetime,
+    ) -> None:
+        with self._writing():
+            self.inner.set_tiers(namespace, moves, review_reasons, queued_at)
 
     # -- writes --------------------------------------------------------------------------------
     def adjust(self, namespace: str, changes: Mapping[str, Adjustment]) -> None:

@@ -45,6 +45,7 @@ from .store import (
     Link,
     Match,
     TierMove,
+    TierMoveColumns,
 )
 
 SCHEMA_VERSION = "4"
@@ -2012,19 +2013,24 @@ class KuzuStore(KuzuVectors, GraphStore):
                 "has 'default' (one damped hop); 'pagerank' needs Neo4j with Graph Data Science",
                 field="spreading",
             )
+        # Only numeric columns are read (no text: at 1M memories / 5M links the uids, ids and
+        # link kinds were ~0.3 GB of strings): rows are written back by the uids the recall
+        # columns hold, and ids and link kinds are read only to build unset recent-link lists.
+        self._ensure_cache()
         with self.transaction():
             nodes = self._arrow(
-                "MATCH (n:Memory) WHERE n.ns = $ns RETURN offset(id(n)) AS o, n.uid AS u, "
-                "n.last_read_us AS r, n.id AS i, n.base_key AS b0, n.key AS k0, "
+                "MATCH (n:Memory) WHERE n.ns = $ns RETURN offset(id(n)) AS o, "
+                "n.last_read_us AS r, n.base_key AS b0, n.key AS k0, "
                 "n.degree AS d0, n.recent_links IS NULL AS nl",
                 {"ns": namespace},
             )
             if nodes.num_rows == 0:
                 return 0
+            unset = nodes["nl"].to_numpy(zero_copy_only=False)
             edges = self._arrow(
                 "MATCH (a:Memory)-[e:Link]->(b:Memory) WHERE a.ns = $ns "
                 "RETURN offset(id(a)) AS a, offset(id(b)) AS b, e.weight AS w, "
-                "e.reinforced_us AS t, e.kind AS k",
+                "e.reinforced_us AS t" + (", e.kind AS k" if unset.any() else ""),
                 {"ns": namespace},
             )
             offsets = nodes["o"].to_numpy()
@@ -2059,16 +2065,20 @@ class KuzuStore(KuzuVectors, GraphStore):
                 | ~np.isclose(k_new, k_old, rtol=1e-12, atol=1e-300)
                 | (d_new != d_old)
             )
+            uid_at = self._cache.uid
+
+            def uids(rows: Any) -> Any:
+                return pa.array([uid_at[o] for o in offsets[rows].tolist()], pa.string())
+
             rows = np.flatnonzero(stale)
             if len(rows):
-                take = pa.array(rows)
                 self._run(
                     "LOAD FROM $rows MATCH (n:Memory {uid: u}) SET n.base_key = b, n.key = k, "
                     "n.degree = d",
                     {
                         "rows": pa.table(
                             {
-                                "u": nodes["u"].take(take),
+                                "u": uids(rows),
                                 "b": pa.array(b_new[rows], pa.float64()),
                                 "k": pa.array(k_new[rows], pa.float64()),
                                 "d": pa.array(d_new[rows], pa.int64()),
@@ -2078,21 +2088,18 @@ class KuzuStore(KuzuVectors, GraphStore):
                 )
             # Recent-link lists are kept current by every write; only unset ones (after a bulk
             # load, or around a deleted memory) are built here, from their memories' edges.
-            unset = nodes["nl"].to_numpy(zero_copy_only=False)
             if unset.any():
                 flag = np.zeros(size, np.bool_)
                 flag[offsets[unset]] = True
                 near = flag[src] | flag[dst]
                 part = edges.filter(pa.array(near)) if edges.num_rows else edges
-                recent = _recent_link_lists(nodes, part, offsets)
+                cut = len(namespace) + len(SEP)
+                ids = pa.array([uid_at[o][cut:] for o in offsets.tolist()], pa.string())
+                recent = _recent_link_lists(nodes.append_column("i", ids), part, offsets)
                 rows = np.flatnonzero(unset)
                 self._run(
                     "LOAD FROM $rows MATCH (n:Memory {uid: u}) SET n.recent_links = l",
-                    {
-                        "rows": pa.table(
-                            {"u": nodes["u"].take(pa.array(rows)), "l": recent.take(pa.array(rows))}
-                        )
-                    },
+                    {"rows": pa.table({"u": uids(rows), "l": recent.take(pa.array(rows))})},
                 )
         if self._cache.ready and len(self._cache.key) >= size:
             self._cache.key[offsets] = key[offsets]
@@ -2135,6 +2142,18 @@ class KuzuStore(KuzuVectors, GraphStore):
         warm_ratio: float,
         cold_ratio: float,
     ) -> list[TierMove]:
+        return self.tier_move_columns(
+            namespace, reference, hot_ratio, warm_ratio, cold_ratio
+        ).moves()
+
+    def tier_move_columns(
+        self,
+        namespace: str,
+        reference: float,
+        hot_ratio: float,
+        warm_ratio: float,
+        cold_ratio: float,
+    ) -> TierMoveColumns:
         # The rule of _cypher.TIER_MOVES, vectorised over the recall columns.
         import numpy as np
 
@@ -2149,18 +2168,67 @@ class KuzuStore(KuzuVectors, GraphStore):
             target = scoring.tiers_for(ratios, c.pinned[at], hot_ratio, warm_ratio, cold_ratio)
             moved = np.flatnonzero(target != c.tier[at])
             prefix = len(namespace) + 1
-            moves = [
-                TierMove(c.uid[o][prefix:], _TIERS[f], _TIERS[t], r)
-                for o, f, t, r in zip(
-                    at[moved].tolist(),
-                    c.tier[at[moved]].tolist(),
-                    target[moved].tolist(),
-                    ratios[moved].tolist(),
-                    strict=True,
-                )
-            ]
-            moves.sort(key=lambda mv: mv.node_id)
-            return moves
+            names = [c.uid[o][prefix:] for o in at[moved].tolist()]
+            order = np.argsort(np.array(names, dtype=str), kind="stable") if names else moved
+            ids = np.empty(len(names), dtype=object)
+            ids[:] = names
+            rows = moved[order]
+            return TierMoveColumns(
+                ids[order],
+                c.tier[at[rows]].astype(np.int64),
+                target[rows].astype(np.int64),
+                ratios[rows].astype(np.float64),
+            )
+
+    def set_tiers(
+        self,
+        namespace: str,
+        moves: TierMoveColumns,
+        review_reasons: Mapping[str, str],
+        queued_at: datetime,
+    ) -> None:
+        if len(moves) <= _SMALL:
+            super().set_tiers(namespace, moves, review_reasons, queued_at)
+            return
+        # One LOAD FROM per target tier (the tier a constant of the statement), and the
+        # in-process copies updated column-wise: no dict of fields per memory.
+        import numpy as np
+        import pyarrow as pa
+
+        prefix = f"{namespace}{SEP}"
+        uids = [prefix + i for i in moves.ids.tolist()]
+        to = moves.to_tier
+        queued_us = to_us(queued_at)
+        frozen = int(Tier.FROZEN)
+        with self._lock:
+            cache = self._cache
+            if cache.ready:
+                at = np.fromiter((cache.offset.get(u, -1) for u in uids), np.int64, len(uids))
+                found = at >= 0
+                cache.stale(at[found])
+                cache.tier[at[found]] = to[found]
+            rows = self._rows_cache.rows
+            for u, t in zip(uids, to.tolist(), strict=True):
+                row = rows.get(u)
+                if row is not None:
+                    row["tier"] = t
+                    if t == frozen:
+                        row["review_reason"] = review_reasons[u[len(prefix) :]]
+                        row["queued_us"] = queued_us
+            with self.transaction():
+                for tier in np.unique(to).tolist():
+                    picked = np.flatnonzero(to == tier)
+                    table = {"u": pa.array([uids[k] for k in picked.tolist()], pa.string())}
+                    sets = f"n.tier = {int(tier)}"
+                    if tier == frozen:
+                        table["r"] = pa.array(
+                            [review_reasons[i] for i in moves.ids[picked].tolist()], pa.string()
+                        )
+                        sets += f", n.review_reason = r, n.queued_us = {int(queued_us)}"
+                    self._run(
+                        f"LOAD FROM $rows MATCH (n:Memory {{uid: u}}) SET {sets}",
+                        {"rows": pa.table(table)},
+                    )
 
     # -- audit log -----------------------------------------------------------------------------
     def append_audit(self, entries: Sequence[AuditEntry]) -> None:
@@ -2184,27 +2252,47 @@ class KuzuStore(KuzuVectors, GraphStore):
     def append_audit_columns(
         self, namespace: str, first_seq: int, at: datetime, columns: Mapping[str, Sequence[Any]]
     ) -> None:
+        # One table built column-wise (uids and constants by Arrow compute), one COPY.
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         size = len(columns["action"])
         if not size:
             return
-        seqs = range(first_seq, first_seq + size)
-        self._append_audit(
+        if size <= _SMALL:
+            super().append_audit_columns(namespace, first_seq, at, columns)
+            return
+        seq = pa.array(np.arange(first_seq, first_seq + size, dtype=np.int64))
+        padded = pc.utf8_lpad(pc.cast(seq, pa.string()), width=12, padding="0")
+        built = {
+            "uid": pc.binary_join_element_wise(f"{namespace}{SEP}", padded, ""),
+            "ns": pa.array(np.full(size, namespace, dtype=object), pa.string()),
+            "seq": seq,
+            "at_us": pa.array(np.full(size, to_us(at), dtype=np.int64)),
+            "from_tier": pa.array([_opt_int(t) for t in columns["from_tier"]], pa.int64()),
+            "to_tier": pa.array([_opt_int(t) for t in columns["to_tier"]], pa.int64()),
+            "payload": pa.nulls(size, pa.string()),
+        }
+        table = pa.table(
             {
-                "uid": [uid(namespace, f"{q:012d}") for q in seqs],
-                "ns": [namespace] * size,
-                "seq": list(seqs),
-                "at_us": [to_us(at)] * size,
-                **{name: list(columns[name]) for name in ("action", "node_id", "actor", "reason")},
-                "from_tier": [_opt_int(t) for t in columns["from_tier"]],
-                "to_tier": [_opt_int(t) for t in columns["to_tier"]],
-                "payload": [None] * size,
+                name: built[name] if name in built else pa.array(list(columns[name]), t)
+                for name, t in _audit_columns().items()
             }
         )
+        self._write_audit(table, {namespace: first_seq + size - 1})
 
     def _append_audit(self, columns: Mapping[str, list[Any]]) -> None:
         import pyarrow as pa
 
         table = pa.table({name: pa.array(columns[name], t) for name, t in _audit_columns().items()})
+        last: dict[str, int] = {}
+        for ns, seq in zip(columns["ns"], columns["seq"], strict=True):
+            last[ns] = max(last.get(ns, 0), seq)
+        self._write_audit(table, last)
+
+    def _write_audit(self, table: Any, last: Mapping[str, int]) -> None:
+        """Write the Audit rows of ``table``; ``last``: each namespace's highest seq in it."""
         with self.transaction():
             if table.num_rows <= _SMALL:
                 for row in table.to_pylist():
@@ -2217,9 +2305,6 @@ class KuzuStore(KuzuVectors, GraphStore):
             else:
                 self._run("COPY Audit FROM $t", {"t": table})
             # keep each namespace's last seq at hand: max() over the log is a scan
-            last: dict[str, int] = {}
-            for ns, seq in zip(columns["ns"], columns["seq"], strict=True):
-                last[ns] = max(last.get(ns, 0), seq)
             for ns, seq in last.items():
                 # >=: with no value kept yet, last_audit_seq reads max(seq) from the log,
                 # which holds these entries already (with > the value was never kept, and

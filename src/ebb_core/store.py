@@ -105,6 +105,59 @@ class TierMove:
 
 
 @dataclass(frozen=True)
+class TierMoveColumns:
+    """Tier moves as columns: numpy arrays of equal length, one entry per move, in id order.
+
+    What :meth:`GraphStore.tier_move_columns` returns and :meth:`GraphStore.set_tiers` writes:
+    a first ``maintain`` can move most of a million memories, and one :class:`TierMove` (with
+    its Python strings and numbers) per move cost seconds and hundreds of megabytes.
+    ``ids`` holds ``str`` objects; ``from_tier`` and ``to_tier`` tier numbers (int64);
+    ``ratio`` each memory's activation ratio (float64).
+    """
+
+    ids: Any
+    from_tier: Any
+    to_tier: Any
+    ratio: Any
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def of(cls, moves: Sequence[TierMove]) -> TierMoveColumns:
+        """The columns of ``moves`` (in their order)."""
+        import numpy as np
+
+        ids = np.empty(len(moves), dtype=object)
+        ids[:] = [m.node_id for m in moves]
+        return cls(
+            ids,
+            np.array([int(m.from_tier) for m in moves], np.int64),
+            np.array([int(m.to_tier) for m in moves], np.int64),
+            np.array([m.ratio for m in moves], np.float64),
+        )
+
+    def take(self, rows: Any) -> TierMoveColumns:
+        """The moves at ``rows`` (a slice, an index array or a boolean mask)."""
+        return TierMoveColumns(
+            self.ids[rows], self.from_tier[rows], self.to_tier[rows], self.ratio[rows]
+        )
+
+    def moves(self) -> list[TierMove]:
+        """One :class:`TierMove` per entry (for small results: a preview, a test)."""
+        return [
+            TierMove(i, Tier(f), Tier(t), r)
+            for i, f, t, r in zip(
+                self.ids.tolist(),
+                self.from_tier.tolist(),
+                self.to_tier.tolist(),
+                self.ratio.tolist(),
+                strict=True,
+            )
+        ]
+
+
+@dataclass(frozen=True)
 class Counts:
     nodes: int
     edges: int
@@ -453,6 +506,42 @@ class GraphStore(ABC):
         Rules: pinned nodes belong in hot; frozen nodes never leave frozen here (only a human's
         restore does that); otherwise the cut-offs of :func:`ebb_core.scoring.tier_for` apply.
         """
+
+    def tier_move_columns(
+        self,
+        namespace: str,
+        reference: float,
+        hot_ratio: float,
+        warm_ratio: float,
+        cold_ratio: float,
+    ) -> TierMoveColumns:
+        """:meth:`tier_moves` as columns, in id order. The default converts ``tier_moves``'s
+        list; a backend that has the columns at hand builds them without one object per move.
+        """
+        moves = self.tier_moves(namespace, reference, hot_ratio, warm_ratio, cold_ratio)
+        return TierMoveColumns.of(sorted(moves, key=lambda m: m.node_id))
+
+    def set_tiers(
+        self,
+        namespace: str,
+        moves: TierMoveColumns,
+        review_reasons: Mapping[str, str],
+        queued_at: datetime,
+    ) -> None:
+        """Give each memory of ``moves`` its ``to_tier``. Every one moving to frozen also gets
+        ``review_reasons[id]`` as its review reason and ``queued_at`` (it joins the review
+        queue). The default is one :meth:`update_nodes` call; a backend may write each target
+        tier's memories with one statement.
+        """
+        changes: dict[str, dict[str, Any]] = {}
+        for i, t in zip(moves.ids.tolist(), moves.to_tier.tolist(), strict=True):
+            fields: dict[str, Any] = {"tier": Tier(t)}
+            if t == Tier.FROZEN:
+                fields["review_reason"] = review_reasons[i]
+                fields["queued_at"] = queued_at
+            changes[i] = fields
+        if changes:
+            self.update_nodes(namespace, changes)
 
     # -- audit log ---------------------------------------------------------------------------
     @abstractmethod
