@@ -106,7 +106,14 @@ class Corpus:
 
     @staticmethod
     def token(i: int) -> str:
-        return f"zq{i:07d}x"
+        """Memory ``i``'s own word: letters only (``zqaaaaabcx``), since full-text tokenizers
+        split at digits (Kùzu made ``zq0001234x`` the words ``zq`` and ``x``, in every memory,
+        so such a query matched all of them equally instead of the one)."""
+        letters = ""
+        for _ in range(7):
+            i, r = divmod(i, 26)
+            letters = chr(ord("a") + r) + letters
+        return f"zq{letters}x"
 
     def text(self, vocab: list[str], words: synth.Zipf, i: int) -> str:
         return " ".join([*(vocab[words.draw()] for _ in range(10)), self.token(i)])
