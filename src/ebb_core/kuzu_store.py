@@ -451,6 +451,7 @@ class KuzuStore(KuzuVectors, GraphStore):
         self._supersedes: dict[str, list[str]] | None = None
         self._closed = False
         self._wal_failed = False
+        self._index_dropped = False  # a bulk_load has dropped the text index (see there)
         self._vec_dim, self._vec_checked = None, False  # the vector table (kuzu_vectors)
         try:
             self._conn = kuzu.Connection(self._db)
@@ -757,20 +758,25 @@ class KuzuStore(KuzuVectors, GraphStore):
 
     @contextmanager
     def bulk_load(self, rows: int) -> Iterator[None]:
-        # Keeping the full-text index current row by row makes COPY ~5x slower; for a load at
-        # least as big as the table already is, dropping it and rebuilding it afterwards is
-        # cheaper. Kùzu only allows this outside a transaction, hence a context of its own. The
-        # index state is "building" from before the drop until the rebuild ends, so a store
-        # opened after a kill in between rebuilds it from whatever the load committed.
+        # Kùzu 0.11.3 cannot COPY into Memory while its full-text index is in place once rows
+        # of it were revised or deleted: the COPY fails with "Found duplicated primary key
+        # value N" (the index's own table) and the rollback after it can crash the process.
+        # So bulk_insert COPYs memories only between the drop and the rebuild here, and
+        # otherwise creates them row by row (~0.7 ms each). A load under 1/_ROW_VS_BUILD of
+        # the table goes row by row; a larger one drops the index and rebuilds it afterwards
+        # (~90 µs a memory). Kùzu only allows this outside a transaction, hence a context of
+        # its own. The index state is "building" from before the drop until the rebuild ends,
+        # so a store opened after a kill in between rebuilds it from what the load committed.
         with self._lock:
             total = self._q("MATCH (m:Memory) RETURN count(*)")[0][0]
             # ~1.5 KB a memory on disk with its links and index entries (measured: 50k
             # memories with 100k links grow the file by ~75 MB), counted 2.7 times
             self.check_room(extra=rows * 4_000)
-            rebuild = rows >= 5000 and rows >= total and not self._depth
+            rebuild = rows > 0 and rows * _ROW_VS_BUILD >= total and not self._depth
             if rebuild:
                 self.set_meta(INDEX_STATE, "building")
                 self._drop_text_index()
+                self._index_dropped = True
             failed = False
             try:
                 yield
@@ -781,6 +787,7 @@ class KuzuStore(KuzuVectors, GraphStore):
                 self._let_go_of_tables()  # the loaded columns, before the index build
                 _release_arrow_memory()
                 if rebuild:
+                    self._index_dropped = False
                     try:
                         if not failed:  # the loaded rows out of the WAL and its buffers first
                             self._maybe_checkpoint(force=True)
@@ -1413,7 +1420,10 @@ class KuzuStore(KuzuVectors, GraphStore):
                         "recent_links": recent,
                     }
                 )
-                self._copy("Memory", table)
+                if self._index_dropped:
+                    self._copy("Memory", table)
+                else:  # see bulk_load: no COPY into Memory while its text index is there
+                    self._create_rows(table)
                 del table
             if m:
                 if not inside:
@@ -1439,6 +1449,14 @@ class KuzuStore(KuzuVectors, GraphStore):
                 )
                 self._copy("Link", table)
                 del table
+
+    def _create_rows(self, table: Any) -> None:
+        """Insert an Arrow table of Memory rows with one parameterised CREATE each."""
+        props = ", ".join(f"{c}: ${c}" for c in table.column_names)
+        query = f"CREATE (n:Memory {{{props}}})"
+        for lo in range(0, table.num_rows, 10_000):
+            for row in table.slice(lo, 10_000).to_pylist():
+                self._q(query, row)
 
     def _copy(self, name: str, table: Any) -> None:
         """``COPY name FROM`` an Arrow table whose columns are the table's, in order.
@@ -2360,6 +2378,7 @@ class KuzuStore(KuzuVectors, GraphStore):
 
 _ROW_KEYS = (*NODE_PROPERTIES, "recent_links")
 _COPY_VIA_FILE = 200_000  # rows from which a bulk load goes through a Parquet file
+_ROW_VS_BUILD = 30  # a bulk load under 1/30 of the table keeps the text index (see bulk_load)
 _HELD_MAX = 64 << 20  # Arrow bytes a connection may keep before it is replaced
 _SNAPSHOT_AFTER = 64  # rows read one by one before the recall snapshot is taken
 _SNAPSHOT_ROW_BYTES = 600  # the row snapshot's size per memory (measured ~0.5 KB; see attach)
