@@ -36,7 +36,7 @@ from .grouping import GroupedStore
 from .kuzu_store import KuzuStore
 from .model import Tier
 from .scoring import Config
-from .store import GraphStore
+from .store import GraphStore, TierMoveColumns
 
 __all__ = [
     "T0",
@@ -294,6 +294,37 @@ class ScoringContract(_StoreFixtures):
         for i, (b, k, d) in scores(brain).items():
             assert b == pytest.approx(before[i][0] * 2) and k == pytest.approx(before[i][1] * 2)
             assert d == before[i][2]
+
+    def test_tier_move_columns_and_set_tiers(self, store: GraphStore, clock: FixedClock) -> None:
+        """``tier_move_columns`` is ``tier_moves`` as columns, in id order; ``set_tiers`` gives
+        each memory its new tier, and one moving to frozen its review reason and
+        ``queued_at``. (40 moves: past the size from which Kùzu writes them column-wise.)"""
+        brain = Brain(store, namespace="t", clock=clock)
+        for i in range(40):
+            brain.remember(f"old {i}", id=f"note:o{i:02d}")
+        clock.advance(days=300)
+        brain.remember("new", id="note:new")
+        cfg = brain.config
+        reference, _ = store.reference_key("t", cfg.reference_quantile)
+        rule = (reference, cfg.hot_ratio, cfg.warm_ratio, cfg.cold_ratio)
+        moves = store.tier_move_columns("t", *rule)
+        assert moves.moves() == sorted(store.tier_moves("t", *rule), key=lambda m: m.node_id)
+        assert sorted(moves.ids.tolist()) == [f"note:o{i:02d}" for i in range(40)]
+        to = moves.to_tier.copy()  # the rule's tiers, except: five frozen, the rest cold
+        to[:5], to[5:] = int(Tier.FROZEN), int(Tier.COLD)
+        ids = moves.ids.tolist()
+        review = {i: f"reason for {i}" for i in ids[:5]}
+        store.set_tiers(
+            "t", TierMoveColumns(moves.ids, moves.from_tier, to, moves.ratio), review, clock.now()
+        )
+        nodes = store.get_nodes("t", ids)
+        assert [nodes[i].tier for i in ids] == [Tier(t) for t in to.tolist()]
+        assert [nodes[i].review_reason for i in ids[:5]] == [review[i] for i in ids[:5]]
+        assert all(nodes[i].queued_at == clock.now() for i in ids[:5])
+        assert [q.id for q in brain.review_queue()] == sorted(ids[:5])
+        # what the rule still moves: the memories now elsewhere than it says (frozen stay)
+        left = {m.node_id for m in store.tier_moves("t", *rule)}
+        assert left == {i for k, i in enumerate(ids) if k >= 5 and moves.to_tier[k] != to[k]}
 
 
 class DataContract(_StoreFixtures):
