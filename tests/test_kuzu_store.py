@@ -128,21 +128,6 @@ def test_store_path_errors_are_clear(tmp_path: Path) -> None:
         KuzuStore(tmp_path)
 
 
-def test_changed_half_life_recomputes_keys(tmp_path: Path) -> None:
-    from datetime import datetime, timezone
-
-    from ebb_core import Config, FixedClock
-
-    clock = FixedClock(datetime(2026, 1, 1, tzinfo=timezone.utc))
-    db = tmp_path / "hl.kuzu"
-    with Brain(KuzuStore(db), clock=clock) as b:
-        b.remember("old", id="note:old")
-        clock.advance(days=30)
-        assert b.activation("note:old") == pytest.approx(0.5)
-    with Brain(KuzuStore(db), clock=clock, config=Config(half_life_days=15)) as b:
-        assert b.activation("note:old") == pytest.approx(0.25)
-
-
 def _assert_copies_match_table(store: KuzuStore) -> None:
     """Every in-process copy (row cache, recall columns, metadata) equals what is stored."""
     from ebb_core.kuzu_store import _ROW_KEYS, _node_ret
