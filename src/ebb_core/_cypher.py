@@ -7,8 +7,8 @@ from __future__ import annotations
 
 #: Nodes whose tier differs from what ``key / $mx`` says (see ``GraphStore.tier_moves``):
 #: pinned belong in hot, frozen never leave frozen here, otherwise ``scoring.tier_for``'s cuts.
-#: (Kùzu runs the same rule in numpy, ``scoring.tiers_for``; the conformance suite holds the
-#: backends to the same moves.)
+#: (Kùzu runs the same rule in numpy, ``scoring.tiers_for``; the store contract suite,
+#: :mod:`ebb_core.testing`, holds the backends to the same moves.)
 #: Parameters: ``$ns, $mx, $hot, $warm, $cold``. Returns ``id, tier, t, r`` by id.
 TIER_MOVES = (
     "MATCH (n:Memory) WHERE n.ns = $ns AND n.tier < 4 "

@@ -434,7 +434,7 @@ class KuzuVectors:
         if dim is None:
             return None
         got = _Tail(dim)
-        names = [t for t in (tail,) if t in tables]
+        names = [tail] if tail in tables else []
         if table in tables and not self._indexed(table):
             names.append(table)
         for name in names:

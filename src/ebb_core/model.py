@@ -42,9 +42,11 @@ class Node(_Model):
     """One memory: a note, decision, meeting, person, client, fact, message...
 
     ``id`` looks like ``kind:slug`` (``decision:outcome-pricing``). ``props`` holds any JSON-able
-    metadata. The scoring fields (``base_key``, ``key``, ``degree``: number of edges) are
-    derived state maintained by the engine; see
-    :mod:`ebb_core.scoring`.
+    metadata. The scoring fields are derived state maintained by the engine (see
+    :mod:`ebb_core.scoring`): ``key`` is the scoring key ``K(n)``, the node's activation written
+    at the scoring epoch (a number recall ranks by and tiers are cut on, not a lookup key; the
+    lookup key is ``id``), ``base_key`` its part from the node's own edges and reads, ``degree``
+    its number of edges.
     """
 
     id: str

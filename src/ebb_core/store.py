@@ -206,10 +206,14 @@ class GraphStore(ABC):
     # -- metadata ----------------------------------------------------------------------------
     @abstractmethod
     def get_meta(self, key: str) -> str | None:
-        """A store-wide setting (schema version, scoring epoch...), or None."""
+        """A store-wide setting (schema version, scoring epoch...), or None.
+
+        ``key`` here is the setting's name; it has nothing to do with a node's scoring ``key``.
+        """
 
     @abstractmethod
-    def set_meta(self, key: str, value: str) -> None: ...
+    def set_meta(self, key: str, value: str) -> None:
+        """Set the store-wide setting named ``key`` to ``value``."""
 
     # -- nodes -------------------------------------------------------------------------------
     @abstractmethod

@@ -215,6 +215,8 @@ def validate_reason(reason: str) -> str:
 
 
 def validate_props(props: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``props`` as a plain dict of JSON values (None gives ``{}``), at most ``MAX_TEXT_LEN``
+    (200,000) characters as JSON."""
     if props is None:
         return {}
     if not isinstance(props, Mapping):
