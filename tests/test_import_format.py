@@ -78,3 +78,39 @@ def test_the_cli_imports_a_hand_written_file_into_its_namespace(tmp_path: Path) 
         "note:lanterns-are-on",
         "note:the-harbor-closes-on-sundays",
     ]
+
+
+def test_an_export_parsed_in_small_pieces_gives_the_same_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parser reads a file (mapped into memory) or bytes in pieces of whole lines; pieces
+    that are blank, a file that ends without a newline or with blank lines, and a piece
+    boundary inside a record all give the columns one piece gives."""
+    from ebb_core import records
+
+    at = "2026-01-01T00:00:00Z"
+    lines = [json.dumps({"type": "ebb-export", "version": 1, "namespaces": ["x"]}), "", "  "]
+    for i in range(40):
+        node = {"type": "node", "id": f"m{i}", "namespace": "x", "kind": "note", "text": f"t {i}"}
+        lines.append(json.dumps({**node, "created_at": at, "updated_at": at}))
+        if i % 7 == 0:
+            lines += ["", "\t "]
+    for i in range(1, 40):
+        edge = {"type": "edge", "namespace": "x", "src": f"m{i}", "dst": "m0", "kind": "related"}
+        lines.append(json.dumps({**edge, "created_at": at, "reinforced_at": at, "weight": 1.0}))
+    text = "\n".join(lines) + "\n\n  \n"
+    path = tmp_path / "x.jsonl"
+
+    def parsed(data: object) -> object:
+        nodes, edges, audits = records.read_columns(data, None)  # type: ignore[arg-type]
+        return {k: v.to_pylist() for k, v in {**nodes, **edges}.items()}, audits
+
+    path.write_text(text)
+    whole = parsed(path)
+    assert len(whole[0]["id"]) == 40  # type: ignore[index]
+    for chunk in (1, 37, 64, 200, 1 << 26):
+        monkeypatch.setattr(records, "_CHUNK", chunk)
+        for data in (text.rstrip(), text):
+            path.write_text(data)
+            assert parsed(path) == whole, chunk
+            assert parsed(data.encode()) == whole, chunk

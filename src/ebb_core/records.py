@@ -8,8 +8,11 @@ field by field and appended to plain columns that a store loads in one go (Arrow
 from __future__ import annotations
 
 import json
+import mmap
 import os
+import re
 from collections.abc import Iterator, Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -171,30 +174,45 @@ class SlowPath(Exception):
 _CHUNK = 1 << 26
 
 
-def _line_chunks(data: bytes | str | os.PathLike[str]) -> Iterator[bytes]:
-    """``data`` (bytes, or a file read piece by piece) in pieces of whole lines (~64 MB),
-    none blank."""
+def _line_chunks(data: bytes | str | os.PathLike[str]) -> Iterator[memoryview]:
+    """``data`` (bytes, or a file mapped into memory) in pieces of whole lines (~64 MB), none
+    blank: views, not copies (reading the file in pieces and joining them took ~0.6 s of a
+    100k-memory import's ~3 s parse). A view is released when the next one is asked for."""
     if isinstance(data, bytes):
-        lo, size = 0, len(data)
-        while lo < size:
-            hi = size if size - lo <= _CHUNK else data.find(b"\n", lo + _CHUNK) + 1 or size
-            if data[lo:hi].strip():
-                yield data[lo:hi]
-            lo = hi
+        yield from _views(data)
         return
     with open(data, "rb") as fh:
-        carry = b""
-        while True:
-            more = fh.read(_CHUNK)
-            buf = carry + more
-            if not more:
-                if buf.strip():
-                    yield buf
-                return
-            cut = buf.rfind(b"\n") + 1
-            carry = buf[cut:]
-            if cut and buf[:cut].strip():
-                yield buf[:cut]
+        if not os.fstat(fh.fileno()).st_size:
+            return
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            yield from _views(mm)
+        finally:
+            with suppress(BufferError):  # a view still held elsewhere: closed when collected
+                mm.close()
+
+
+def _views(buf: Any) -> Iterator[memoryview]:
+    lo, size = 0, len(buf)
+    whole = memoryview(buf)
+    try:
+        while lo < size:
+            hi = size if size - lo <= _CHUNK else buf.find(b"\n", lo + _CHUNK) + 1 or size
+            if _NON_BLANK.search(buf, lo, hi):
+                view = whole[lo:hi]
+                yield view
+                with suppress(BufferError):
+                    view.release()
+            if hasattr(buf, "madvise"):  # the parsed pages leave this process's memory
+                page = lo - lo % mmap.PAGESIZE
+                buf.madvise(mmap.MADV_DONTNEED, page, (hi - hi % mmap.PAGESIZE) - page)
+            lo = hi
+    finally:
+        with suppress(BufferError):
+            whole.release()
+
+
+_NON_BLANK = re.compile(rb"\S")
 
 
 def read_columns(
