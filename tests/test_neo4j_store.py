@@ -277,3 +277,16 @@ def test_from_env_reads_the_connection_settings(
     monkeypatch.setenv("EBB_NEO4J_RETRY_SECONDS", "soon")
     with pytest.raises(InvalidInput, match="EBB_NEO4J_RETRY_SECONDS"):
         Neo4jStore.from_env()
+
+
+def test_old_import_path_still_works_with_a_deprecation_warning() -> None:
+    import ebb_core.neo4j as current
+
+    with pytest.warns(DeprecationWarning, match=r"from ebb_core\.neo4j import Neo4jStore"):
+        from ebb_core.neo4j_store import Neo4jStore as Old
+    assert Old is current.Neo4jStore
+    with pytest.warns(DeprecationWarning, match="lucene_query"):
+        from ebb_core.neo4j_store import lucene_query as old_query
+    assert old_query is current.lucene_query
+    with pytest.raises(ImportError):
+        from ebb_core.neo4j_store import Brain  # noqa: F401
