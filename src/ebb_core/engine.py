@@ -70,6 +70,7 @@ Progress = Callable[[int, int], None]
 EXPORT_FORMAT = "ebb-export"
 VECTOR_RECORD = "vector"
 EXPORT_VERSION = 1
+_AUDIT_PAGE = 5000  # audit entries per read while exporting
 DEFAULT_NAMESPACE = "default"
 
 
@@ -1559,9 +1560,11 @@ class Brain:
         *,
         node_id: str | None = None,
         action: str | None = None,
-        after_seq: int = 0,
+        after_seq: int | None = None,
     ) -> list[AuditEntry]:
-        """Recorded state changes, oldest first (the newest ``limit`` of them)."""
+        """Recorded state changes, oldest first: the newest ``limit`` of them, or with
+        ``after_seq`` the first ``limit`` whose ``seq`` is above it (``after_seq=0``, then the
+        last ``seq`` seen, pages through the whole log)."""
         validate_k(limit, "limit", MAX_K * 100)
         return self._s.store.audit_log(self._ns, limit, node_id, action, after_seq)
 
@@ -1881,9 +1884,9 @@ class Brain:
                             rec |= {"model": model, "vector": [float(v) for v in vecs[x.id]]}
                             dest.write(json.dumps(rec) + "\n")
                             n += 1
-            after = 0
+            after = 0  # forward pages: the oldest entries above `after`, every one in turn
             while True:
-                entries = store.audit_log(ns, 5000, after_seq=after)
+                entries = store.audit_log(ns, _AUDIT_PAGE, after_seq=after)
                 if not entries:
                     break
                 for a in entries:

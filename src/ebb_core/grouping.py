@@ -413,7 +413,7 @@ class GroupedStore(GraphStore):
         limit: int,
         node_id: str | None = None,
         action: str | None = None,
-        after_seq: int = 0,
+        after_seq: int | None = None,
     ) -> list[AuditEntry]:
         return self.inner.audit_log(namespace, limit, node_id, action, after_seq)
 

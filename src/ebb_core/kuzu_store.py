@@ -2336,22 +2336,25 @@ class KuzuStore(KuzuVectors, GraphStore):
         limit: int,
         node_id: str | None = None,
         action: str | None = None,
-        after_seq: int = 0,
+        after_seq: int | None = None,
     ) -> list[AuditEntry]:
+        # newest `limit` (descending, reversed below) or, paging forward, oldest above after_seq
+        newest = after_seq is None
         rows = self._q(
             "MATCH (a:Audit) WHERE a.ns = $ns AND a.seq > $after "
             "AND ($node IS NULL OR a.node_id = $node) AND ($action IS NULL OR a.action = $action) "
             "RETURN a.seq, a.ns, a.at_us, a.action, a.node_id, a.from_tier, a.to_tier, a.actor, "
-            "a.reason, a.payload ORDER BY a.seq DESC LIMIT $lim",
+            "a.reason, a.payload ORDER BY a.seq " + ("DESC" if newest else "ASC") + " LIMIT $lim",
             {
                 "ns": namespace,
-                "after": int(after_seq),
+                "after": 0 if after_seq is None else int(after_seq),
                 "node": node_id,
                 "action": action,
                 "lim": int(limit),
             },
         )
-        rows.reverse()
+        if newest:
+            rows.reverse()
         return [
             AuditEntry(
                 seq=int(r[0]),

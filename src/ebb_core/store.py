@@ -581,9 +581,14 @@ class GraphStore(ABC):
         limit: int,
         node_id: str | None = None,
         action: str | None = None,
-        after_seq: int = 0,
+        after_seq: int | None = None,
     ) -> list[AuditEntry]:
-        """Audit entries in ``seq`` order (newest last), filtered as asked."""
+        """Audit entries in ``seq`` order (newest last), filtered as asked.
+
+        Without ``after_seq``: the newest ``limit`` entries. With it: the oldest ``limit``
+        entries whose ``seq`` is above it, so that ``after_seq=0`` and then the last ``seq``
+        of each page walks the whole log, page by page (as ``Brain.export`` does).
+        """
 
     @abstractmethod
     def last_audit_seq(self, namespace: str) -> int:

@@ -332,21 +332,25 @@ class Neo4jStore(Neo4jVectors, Neo4jSearch, Neo4jKeys, GraphStore):
         limit: int,
         node_id: str | None = None,
         action: str | None = None,
-        after_seq: int = 0,
+        after_seq: int | None = None,
     ) -> list[AuditEntry]:
+        # newest `limit` (descending, reversed below) or, paging forward, oldest above after_seq
+        newest = after_seq is None
         rows = self._read(
             "MATCH (a:Audit) WHERE a.ns = $ns AND a.seq > $after "
             "AND ($node IS NULL OR a.node_id = $node) AND ($action IS NULL OR a.action = $action) "
-            f"RETURN {_projection('a', _AUDIT_FIELDS)} AS a ORDER BY a.seq DESC LIMIT $lim",
+            f"RETURN {_projection('a', _AUDIT_FIELDS)} AS a "
+            f"ORDER BY a.seq {'DESC' if newest else 'ASC'} LIMIT $lim",
             {
                 "ns": namespace,
-                "after": int(after_seq),
+                "after": 0 if after_seq is None else int(after_seq),
                 "node": node_id,
                 "action": action,
                 "lim": int(limit),
             },
         )
-        rows.reverse()
+        if newest:
+            rows.reverse()
         return [_to_audit(r["a"]) for r in rows]
 
     def last_audit_seq(self, namespace: str) -> int:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ..clock import FixedClock
-from ..engine import Brain
+from ..engine import _AUDIT_PAGE, Brain
 from ..errors import InvalidInput
 from ..kuzu_store import KuzuStore
 from ..model import Tier
@@ -217,6 +217,62 @@ class DataContract(_StoreFixtures):
             fresh.import_(io.StringIO(first.getvalue()))
         assert fresh.stats().nodes == 4
         fresh.close()
+
+    def test_audit_log_pages_forward_and_export_keeps_every_entry(
+        self, brain: Brain, clock: FixedClock, store: GraphStore
+    ) -> None:
+        """More audit entries than one export page, as one big maintain leaves: ``after_seq``
+        reads forward through all of them, and export then import keeps every one, in order.
+        (The export once paged with the newest-first read and kept only the newest 5,000.)"""
+        brain.remember("the memory the log is about", id="note:m")
+        brain.forget("note:m", "before the big pass")
+        size = _AUDIT_PAGE + 1000
+        tiers = [Tier.HOT, Tier.WARM, Tier.COLD, Tier.FROZEN]
+        store.append_audit_columns(
+            "test",
+            store.last_audit_seq("test") + 1,
+            clock.now(),
+            {
+                "action": ["demote" if k % 3 else "freeze" for k in range(size)],
+                "node_id": [f"note:x{k}" for k in range(size)],
+                "from_tier": [tiers[k % 3] for k in range(size)],
+                "to_tier": [tiers[k % 3 + 1] for k in range(size)],
+                "actor": ["maintain"] * size,
+                "reason": [f"move {k}" for k in range(size)],
+            },
+        )
+        brain.restore("note:m")
+        total = size + 2
+        assert [e.seq for e in store.audit_log("test", 3)] == [total - 2, total - 1, total]
+        assert [e.seq for e in store.audit_log("test", 3, after_seq=0)] == [1, 2, 3]
+        assert [e.seq for e in store.audit_log("test", 3, after_seq=total - 2)] == [
+            total - 1,
+            total,
+        ]
+        assert [e.reason for e in store.audit_log("test", 2, action="freeze", after_seq=1)] == [
+            "move 0",
+            "move 3",
+        ]
+
+        def every(ns: str) -> list[Any]:
+            out, after = [], 0
+            while page := store.audit_log(ns, 1000, after_seq=after):
+                out += page
+                after = page[-1].seq
+            return out
+
+        log = every("test")
+        assert [e.seq for e in log] == list(range(1, total + 1))
+        assert (log[0].action, log[1].reason, log[-1].action) == ("forget", "move 0", "restore")
+        file = io.StringIO()
+        brain.export(file)
+        counts = brain.import_(io.StringIO(file.getvalue()), namespace="copy")
+        assert counts == {"nodes": 1, "edges": 0, "audit": total}
+        copied = every("copy")
+        assert [e.model_dump(exclude={"namespace"}) for e in copied] == [
+            e.model_dump(exclude={"namespace"}) for e in log
+        ]
+        assert {e.namespace for e in copied} == {"copy"}
 
     # moved from tests/test_engine.py
     def test_stats_counts(self, brain: Brain, clock: FixedClock) -> None:
