@@ -84,15 +84,6 @@ def test_other_schema_version_is_refused(neo: Neo4jStore, neo4j_uri: str) -> Non
         Neo4jStore(neo4j_uri)
 
 
-def test_memory_ids_are_unique_per_namespace(neo: Neo4jStore, clock: FixedClock) -> None:
-    brain = Brain(neo, namespace="a", clock=clock)
-    node = brain.remember("only once", id="note:x")
-    brain.scoped("b").remember("same id, other namespace", id="note:x")
-    with pytest.raises(Exception, match="already exists"):
-        neo.insert_nodes([node])
-    assert brain.stats().nodes == 1
-
-
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -290,3 +281,19 @@ def test_old_import_path_still_works_with_a_deprecation_warning() -> None:
     assert old_query is current.lucene_query
     with pytest.raises(ImportError):
         from ebb_core.neo4j_store import Brain  # noqa: F401
+
+
+def test_a_memory_created_meanwhile_is_refused_as_bad_input(
+    neo: Neo4jStore, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check before the write cannot see another writer's memory created just after it:
+    the (ns, id) key constraint refuses it, and that too comes out as bad input naming it."""
+    import ebb_core.neo4j.store as neo4j_store
+
+    brain = Brain(neo, namespace="a", clock=clock)
+    node = brain.remember("only once", id="note:x")
+    monkeypatch.setattr(neo4j_store, "refuse_existing", lambda store, nodes: None)  # the race
+    with pytest.raises(InvalidInput, match=r"memory 'note:x' already exists.*another writer"):
+        neo.insert_nodes([node.model_copy(update={"text": "second"})])
+    assert brain.get("note:x").text == "only once"
+    assert brain.stats().nodes == 1

@@ -46,6 +46,7 @@ from .store import (
     Match,
     TierMove,
     TierMoveColumns,
+    memory_exists,
 )
 
 SCHEMA_VERSION = "4"
@@ -1034,7 +1035,7 @@ class KuzuStore(KuzuVectors, GraphStore):
         # a new memory has no links yet: its recent-link list starts empty, not unset
         props = ", ".join(f"{c}: ${c}" for c in _node_params_keys())
         props += ", recent_links: ''"
-        with self.transaction():
+        with self._creating(nodes), self.transaction():
             for n in nodes:
                 rows = self._q(
                     f"CREATE (n:Memory {{{props}}}) RETURN offset(id(n))", _node_params(n)
@@ -1044,6 +1045,20 @@ class KuzuStore(KuzuVectors, GraphStore):
                     self._text.put(int(rows[0][0]), n.text)
                 if self._cache.ready:
                     self._cache.put(int(rows[0][0]), n)
+
+    @contextmanager
+    def _creating(self, nodes: Sequence[Node]) -> Iterator[None]:
+        """Around a write creating ``nodes``: Kùzu's duplicated-key error (the transaction
+        rolls back as for any error) becomes :func:`memory_exists` naming the memory. Mapped
+        rather than checked first: a check would cost a statement per remember (~0.5 ms)."""
+        try:
+            yield
+        except DuplicateKey as exc:
+            text = str(exc)
+            for n in nodes:
+                if f"value {uid(n.namespace, n.id)}, which" in text:
+                    raise memory_exists(n.namespace, n.id) from None
+            raise
 
     def update_nodes(self, namespace: str, changes: Mapping[str, Mapping[str, Any]]) -> None:
         if len(changes) <= _SMALL:
@@ -1176,7 +1191,7 @@ class KuzuStore(KuzuVectors, GraphStore):
                 namespace, new_nodes=new_nodes, changes=changes, new_edges=new_edges, final=final
             )
             return
-        with self._lock:
+        with self._creating(new_nodes), self._lock:
             new_uids = {uid(n.namespace, n.id): n for n in new_nodes}
             lists = self._merged_links(new_edges, new_uids)
             params: dict[str, Any] = {}
@@ -2664,6 +2679,11 @@ def _held_elsewhere(path: str) -> bool:
         os.close(fd)
 
 
+class DuplicateKey(StorageError):
+    """Kùzu refused a row whose primary key is taken. Where Ebb creates memories it becomes
+    :func:`~ebb_core.store.memory_exists` (bad input); anywhere else it is a store fault."""
+
+
 def storage_error(exc: BaseException, path: str, doing: str = "") -> StorageError:
     """The ``EbbError`` for an error Kùzu raised on the store at ``path``.
 
@@ -2681,6 +2701,8 @@ def storage_error(exc: BaseException, path: str, doing: str = "") -> StorageErro
             "there is room",
             path=path,
         )
+    if "duplicated primary key" in low:  # the caller knows which memory (see _creating)
+        return DuplicateKey(f"{what}: {msg}", path=path)
     if "buffer pool is full" in low:
         return StorageError(
             f"{what}: the memory budget is too small for this operation on a store this size "

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .errors import InvalidInput
 from .model import AuditEntry, Edge, Node, Tier
 
 #: The edge kind that marks a replacement: ``new -supersedes-> old``.
@@ -166,6 +167,20 @@ class Counts:
     audit_entries: int
 
 
+def memory_exists(
+    namespace: str, id: str, *, twice: bool = False, detail: str = ""
+) -> InvalidInput:
+    """The error for creating a memory whose id is taken: bad input, not a broken store.
+    ``detail`` (e.g. " (created meanwhile by another writer)") follows the namespace."""
+    where = "is twice among the memories to create in" if twice else "already exists in"
+    return InvalidInput(
+        f"memory {id!r} {where} namespace {namespace!r}{detail}: to change it, revise it (remember "
+        "under that id keeps the old text as a version) or update its fields; to keep both, "
+        "use another id. Nothing was written",
+        field="id",
+    )
+
+
 class GraphStore(ABC):
     """Where memories live. Every method is scoped to one namespace unless it says otherwise."""
 
@@ -229,7 +244,12 @@ class GraphStore(ABC):
         """Insert or wholly replace nodes (keyed by namespace and id)."""
 
     def insert_nodes(self, nodes: Sequence[Node]) -> None:
-        """Like :meth:`upsert_nodes` for nodes known not to exist yet (cheaper on some engines)."""
+        """Like :meth:`upsert_nodes` for nodes that must not exist yet (cheaper on some engines).
+
+        A node whose id already exists in its namespace (or appears twice in ``nodes``) is
+        refused with :class:`InvalidInput` naming it (see :func:`memory_exists`), and none of
+        ``nodes`` is written."""
+        refuse_existing(self, nodes)
         self.upsert_nodes(nodes)
 
     @abstractmethod
@@ -593,3 +613,18 @@ class GraphStore(ABC):
     @abstractmethod
     def last_audit_seq(self, namespace: str) -> int:
         """The highest ``seq`` recorded for the namespace (0 when none)."""
+
+
+def refuse_existing(store: GraphStore, nodes: Sequence[Node]) -> None:
+    """Raise :func:`memory_exists` for the first of ``nodes`` whose id is already stored in
+    its namespace or comes twice among ``nodes``: a check made before a write."""
+    by_ns: dict[str, list[str]] = {}
+    for n in nodes:
+        ids = by_ns.setdefault(n.namespace, [])
+        if n.id in ids:
+            raise memory_exists(n.namespace, n.id, twice=True)
+        ids.append(n.id)
+    for ns, ids in by_ns.items():
+        clash = store.existing_ids(ns, ids)
+        if clash:
+            raise memory_exists(ns, next(i for i in ids if i in clash))

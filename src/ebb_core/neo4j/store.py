@@ -40,7 +40,7 @@ from ..clock import to_us
 from ..errors import InvalidInput
 from ..model import AuditEntry, Edge, Node
 from ..records import field_value, node_from_row, node_row
-from ..store import UPDATABLE_FIELDS, Adjustment, Counts, GraphStore
+from ..store import UPDATABLE_FIELDS, Adjustment, Counts, GraphStore, memory_exists, refuse_existing
 from .bulk import create_links, create_nodes
 from .keys import Neo4jKeys
 from .queries import (
@@ -55,6 +55,7 @@ from .queries import (
     _to_edge,
 )
 from .search import Neo4jSearch
+from .session import neo4j_errors
 from .vectors import Neo4jVectors
 
 
@@ -126,9 +127,21 @@ class Neo4jStore(Neo4jVectors, Neo4jSearch, Neo4jKeys, GraphStore):
         )
 
     def insert_nodes(self, nodes: Sequence[Node]) -> None:
-        self._write_rows(
-            "UNWIND $rows AS r CREATE (n:Memory) SET n = r", [node_row(n) for n in nodes]
-        )
+        # Checked first (one read), so that a taken id is refused as bad input naming it;
+        # the (ns, id) key constraint still guards against another writer in between.
+        refuse_existing(self, nodes)
+        try:
+            self._write_rows(
+                "UNWIND $rows AS r CREATE (n:Memory) SET n = r", [node_row(n) for n in nodes]
+            )
+        except neo4j_errors.ConstraintError as exc:
+            if not (exc.code and exc.code.endswith("ConstraintValidationFailed")):
+                raise
+            n, others = nodes[0], len(nodes) - 1
+            detail = " (created meanwhile by another writer"
+            detail += f"; or one of the {others} other memories written with it)" if others else ")"
+            err = memory_exists(n.namespace, n.id, detail=detail)
+            raise err from None
 
     def _write_rows(self, query: str, rows: Sequence[Any], **params: Any) -> None:
         if not rows:

@@ -274,6 +274,38 @@ class DataContract(_StoreFixtures):
         ]
         assert {e.namespace for e in copied} == {"copy"}
 
+    # moved from tests/test_neo4j_store.py (was Neo4j-only; Kùzu raised a raw "store failed")
+    def test_creating_a_taken_id_is_refused_as_bad_input(
+        self, brain: Brain, store: GraphStore
+    ) -> None:
+        node = brain.remember("only once", id="note:x")
+        brain.scoped("b").remember("same id, other namespace", id="note:x")
+        fresh = node.model_copy(update={"id": "note:fresh", "text": "never stored"})
+        twin = node.model_copy(update={"text": "a second text"})
+        attempts: list[Callable[[], None]] = [
+            lambda: store.insert_nodes([twin]),
+            lambda: store.insert_nodes([fresh, twin]),
+            lambda: store.write_event("test", new_nodes=[fresh, twin], final=True),
+        ]
+        for attempt in attempts:
+            with pytest.raises(
+                InvalidInput,
+                match=r"memory 'note:x' already exists in namespace "
+                r"'test': .*revise.*another id\. Nothing was written",
+            ) as caught:
+                attempt()
+            assert caught.value.field == "id"
+            assert "doctor" not in str(caught.value)
+        twice = fresh.model_copy(update={"text": "its twin"})
+        with pytest.raises(InvalidInput, match="note:fresh"):
+            store.insert_nodes([fresh, twice])
+        # nothing half-written: the fresh memory is absent, the taken one unchanged
+        assert store.existing_ids("test", ["note:fresh", "note:x"]) == {"note:x"}
+        assert brain.get("note:x").text == "only once"
+        assert brain.stats().nodes == 1
+        assert brain.remember("after the refusal", id="note:y").id == "note:y"
+        assert brain.stats().nodes == 2
+
     # moved from tests/test_engine.py
     def test_stats_counts(self, brain: Brain, clock: FixedClock) -> None:
         small_graph(brain, clock)
