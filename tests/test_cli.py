@@ -200,3 +200,28 @@ def test_module_entry_points() -> None:
         [sys.executable, "-m", "ebb_core.demo"], capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0 and "Raw count lost; recency won." in proc.stdout
+
+
+def test_a_memory_created_meanwhile_is_a_one_line_error(run, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Another writer creates the id between remember's check and its write (forced in the
+    real Kùzu store's write step): one line naming the id and what to do, exit code 2, no
+    "the store failed ... run ebb doctor", and nothing written."""
+    from ebb_core.kuzu_store import KuzuStore
+
+    real_event = KuzuStore.write_event
+
+    def created_meanwhile(self, namespace, *, new_nodes=(), **rest):  # type: ignore[no-untyped-def]
+        self.insert_nodes(new_nodes)  # the other writer, just before this write
+        real_event(self, namespace, new_nodes=new_nodes, **rest)
+
+    monkeypatch.setattr(KuzuStore, "write_event", created_meanwhile)
+    code, out, err = run("remember", "raced", "--id", "note:race")
+    assert code == 2, (out, err)
+    assert "memory 'note:race' already exists in namespace 'cli'" in err
+    assert "another id" in err
+    for wrong in ("doctor", "Traceback", "duplicated primary key"):
+        assert wrong not in err
+    assert len(err.strip().splitlines()) == 1
+    monkeypatch.undo()
+    code, out, err = run("get", "note:race")
+    assert code != 0 and "note:race" in err

@@ -469,6 +469,43 @@ async def test_a_failure_half_way_through_a_write_leaves_nothing_behind(
     assert snapshot(db) == before
 
 
+async def test_a_memory_created_by_another_writer_meanwhile_is_a_clear_tool_error(
+    db: Path, clock: FixedClock
+) -> None:
+    """Another writer creates the id between remember's check and its write (forced here in the
+    store's write step, on the real store): the tool error names the id and what to do, not a
+    store failure to run ``ebb doctor`` on, and the call changes nothing."""
+
+    def racing() -> Brain:
+        brain = Brain.open(db, backend="kuzu", namespace=NS, clock=clock)
+        store: Any = brain.store
+        real_insert, real_event = store.insert_nodes, store.write_event
+
+        def created_meanwhile(namespace: str, *, new_nodes: Any = (), **rest: Any) -> None:
+            real_insert(new_nodes)  # the other writer, just before this write
+            real_event(namespace, new_nodes=new_nodes, **rest)
+
+        store.write_event = created_meanwhile
+        return brain
+
+    async with Client(
+        build_server(StoreAccess(db, namespace=NS, opener=opener(db, clock), idle_release=0))
+    ) as c:
+        await seed(c)
+    before = snapshot(db)
+    async with Client(
+        build_server(StoreAccess(db, namespace=NS, opener=racing, idle_release=0))
+    ) as c:
+        result = await c.call_tool("remember", {"text": "raced", "id": "note:race"})
+        assert result.is_error
+        message = text_of(result)
+        assert f"memory 'note:race' already exists in namespace '{NS}'" in message
+        assert "another id" in message
+        for wrong in ("doctor", "unexpected", "Traceback", "duplicated primary key"):
+            assert wrong not in message
+    assert snapshot(db) == before
+
+
 # -- the store is held only during a call ----------------------------------------------------
 
 HOLDER = textwrap.dedent(
