@@ -32,8 +32,10 @@ from .errors import (
     StoreLocked,
     StoreRebuilt,
 )
+from .kuzu.audit import KuzuAudit
+from .kuzu.queries import _SMALL, SEP, uid
 from .kuzu_vectors import KuzuVectors
-from .model import AuditEntry, Edge, Node, Tier
+from .model import Edge, Node, Tier
 from .records import NODE_PROPERTIES, field_value, node_from_row, node_row
 from .store import (
     SUPERSEDES,
@@ -50,7 +52,6 @@ from .store import (
 )
 
 SCHEMA_VERSION = "4"
-SEP = "\x1f"  # joins namespace and id into the primary key; control chars are refused in both
 FTS_INDEX = "memory_text"
 # Meta key recording the full-text index's state: "building" is committed before an index build
 # (or a bulk load that drops the index) starts and "ready" after it ends, so a store opened after
@@ -84,10 +85,6 @@ _SCHEMA = [
 
 
 _TABLES = ("Memory", "Link", "Audit", "Meta")  # what each statement of _SCHEMA creates
-
-
-def uid(namespace: str, id: str) -> str:
-    return f"{namespace}{SEP}{id}"
 
 
 def _row_to_node(r: Sequence[Any]) -> Node:
@@ -337,7 +334,7 @@ class _RowCache:
         self.rows.clear()
 
 
-class KuzuStore(KuzuVectors, GraphStore):
+class KuzuStore(KuzuVectors, KuzuAudit, GraphStore):
     """Embedded Kùzu backend: a single database file (plus its ``.wal``) at ``path``.
 
     A second process cannot open a file this process holds open: it gets :class:`StoreLocked`.
@@ -2263,136 +2260,6 @@ class KuzuStore(KuzuVectors, GraphStore):
                         {"rows": pa.table(table)},
                     )
 
-    # -- audit log -----------------------------------------------------------------------------
-    def append_audit(self, entries: Sequence[AuditEntry]) -> None:
-        if not entries:
-            return
-        columns: dict[str, list[Any]] = {name: [] for name in _AUDIT_TYPES}
-        for a in entries:
-            columns["uid"].append(uid(a.namespace, f"{a.seq:012d}"))
-            columns["ns"].append(a.namespace)
-            columns["seq"].append(a.seq)
-            columns["at_us"].append(to_us(a.at))
-            columns["action"].append(a.action)
-            columns["node_id"].append(a.node_id)
-            columns["from_tier"].append(_opt_int(a.from_tier))
-            columns["to_tier"].append(_opt_int(a.to_tier))
-            columns["actor"].append(a.actor)
-            columns["reason"].append(a.reason)
-            columns["payload"].append(None if a.payload is None else json.dumps(a.payload))
-        self._append_audit(columns)
-
-    def append_audit_columns(
-        self, namespace: str, first_seq: int, at: datetime, columns: Mapping[str, Sequence[Any]]
-    ) -> None:
-        # One table built column-wise (uids and constants by Arrow compute), one COPY.
-        import numpy as np
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        size = len(columns["action"])
-        if not size:
-            return
-        if size <= _SMALL:
-            super().append_audit_columns(namespace, first_seq, at, columns)
-            return
-        seq = pa.array(np.arange(first_seq, first_seq + size, dtype=np.int64))
-        padded = pc.utf8_lpad(pc.cast(seq, pa.string()), width=12, padding="0")
-        built = {
-            "uid": pc.binary_join_element_wise(f"{namespace}{SEP}", padded, ""),
-            "ns": pa.array(np.full(size, namespace, dtype=object), pa.string()),
-            "seq": seq,
-            "at_us": pa.array(np.full(size, to_us(at), dtype=np.int64)),
-            "from_tier": pa.array([_opt_int(t) for t in columns["from_tier"]], pa.int64()),
-            "to_tier": pa.array([_opt_int(t) for t in columns["to_tier"]], pa.int64()),
-            "payload": pa.nulls(size, pa.string()),
-        }
-        table = pa.table(
-            {
-                name: built[name] if name in built else pa.array(list(columns[name]), t)
-                for name, t in _audit_columns().items()
-            }
-        )
-        self._write_audit(table, {namespace: first_seq + size - 1})
-
-    def _append_audit(self, columns: Mapping[str, list[Any]]) -> None:
-        import pyarrow as pa
-
-        table = pa.table({name: pa.array(columns[name], t) for name, t in _audit_columns().items()})
-        last: dict[str, int] = {}
-        for ns, seq in zip(columns["ns"], columns["seq"], strict=True):
-            last[ns] = max(last.get(ns, 0), seq)
-        self._write_audit(table, last)
-
-    def _write_audit(self, table: Any, last: Mapping[str, int]) -> None:
-        """Write the Audit rows of ``table``; ``last``: each namespace's highest seq in it."""
-        with self.transaction():
-            if table.num_rows <= _SMALL:
-                for row in table.to_pylist():
-                    self._q(
-                        "CREATE (:Audit {uid: $uid, ns: $ns, seq: $seq, at_us: $at_us, "
-                        "action: $action, node_id: $node_id, from_tier: $from_tier, "
-                        "to_tier: $to_tier, actor: $actor, reason: $reason, payload: $payload})",
-                        row,
-                    )
-            else:
-                self._run("COPY Audit FROM $t", {"t": table})
-            # keep each namespace's last seq at hand: max() over the log is a scan
-            for ns, seq in last.items():
-                # >=: with no value kept yet, last_audit_seq reads max(seq) from the log,
-                # which holds these entries already (with > the value was never kept, and
-                # every audit entry scanned the log: ~20-80 ms at 1M entries)
-                if seq >= self.last_audit_seq(ns):
-                    self.set_meta(f"audit_seq:{ns}", str(seq))
-
-    def audit_log(
-        self,
-        namespace: str,
-        limit: int,
-        node_id: str | None = None,
-        action: str | None = None,
-        after_seq: int | None = None,
-    ) -> list[AuditEntry]:
-        # newest `limit` (descending, reversed below) or, paging forward, oldest above after_seq
-        newest = after_seq is None
-        rows = self._q(
-            "MATCH (a:Audit) WHERE a.ns = $ns AND a.seq > $after "
-            "AND ($node IS NULL OR a.node_id = $node) AND ($action IS NULL OR a.action = $action) "
-            "RETURN a.seq, a.ns, a.at_us, a.action, a.node_id, a.from_tier, a.to_tier, a.actor, "
-            "a.reason, a.payload ORDER BY a.seq " + ("DESC" if newest else "ASC") + " LIMIT $lim",
-            {
-                "ns": namespace,
-                "after": 0 if after_seq is None else int(after_seq),
-                "node": node_id,
-                "action": action,
-                "lim": int(limit),
-            },
-        )
-        if newest:
-            rows.reverse()
-        return [
-            AuditEntry(
-                seq=int(r[0]),
-                namespace=r[1],
-                at=from_us(r[2]),
-                action=r[3],
-                node_id=r[4],
-                from_tier=None if r[5] is None else Tier(int(r[5])),
-                to_tier=None if r[6] is None else Tier(int(r[6])),
-                actor=r[7],
-                reason=r[8] or "",
-                payload=json.loads(r[9]) if r[9] else None,
-            )
-            for r in rows
-        ]
-
-    def last_audit_seq(self, namespace: str) -> int:
-        kept = self.get_meta(f"audit_seq:{namespace}")
-        if kept is not None:
-            return int(kept)
-        rows = self._q("MATCH (a:Audit) WHERE a.ns = $ns RETURN max(a.seq)", {"ns": namespace})
-        return int(rows[0][0] or 0) if rows else 0
-
 
 _ROW_KEYS = (*NODE_PROPERTIES, "recent_links")
 _COPY_VIA_FILE = 200_000  # rows from which a bulk load goes through a Parquet file
@@ -2469,37 +2336,6 @@ _ABANDONED: list[Any] = []  # engines not closed after a failed WAL append (see 
 #: Row columns the recall snapshot keeps as Arrow (the rest are its numpy arrays and lists).
 _BASE_COLUMNS = tuple(c for c in _ROW_KEYS if c not in ("kind", "tier", "key", "pinned"))
 _TIERS = {int(t): t for t in Tier}
-
-
-_AUDIT_TYPES = {
-    "uid": "string",
-    "ns": "string",
-    "seq": "int64",
-    "at_us": "int64",
-    "action": "string",
-    "node_id": "string",
-    "from_tier": "int64",
-    "to_tier": "int64",
-    "actor": "string",
-    "reason": "string",
-    "payload": "string",
-}
-
-
-@functools.cache
-def _audit_columns() -> dict[str, Any]:
-    """The Audit table's columns and their Arrow types, built on first use: pyarrow costs ~0.1 s
-    to import, which a one-shot command that writes no audit entry should not pay."""
-    import pyarrow as pa
-
-    return {name: getattr(pa, t)() for name, t in _AUDIT_TYPES.items()}
-
-
-_SMALL = 32  # up to this many rows, single statements beat one LOAD FROM (~5-20 ms fixed)
-
-
-def _opt_int(value: int | None) -> int | None:
-    return None if value is None else int(value)
 
 
 def _column_value(column: str, fields: Mapping[str, Any]) -> Any:

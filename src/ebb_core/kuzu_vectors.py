@@ -43,6 +43,7 @@ from contextlib import AbstractContextManager, suppress
 from typing import TYPE_CHECKING, Any
 
 from .errors import EbbError
+from .kuzu.queries import uid as _uid
 from .model import Tier
 from .store import Match
 
@@ -63,12 +64,6 @@ IN_PROCESS_MAX = 200_000
 EXACT_MAX = 20_000
 #: ... above, a sign-bit shortlist of ``max(SHORTLIST_MIN, 10 × pool)`` is re-ranked exactly
 SHORTLIST_MIN = 500
-
-
-def _uid(namespace: str, id: str) -> str:
-    from .kuzu_store import uid
-
-    return uid(namespace, id)
 
 
 def _names(namespace: str) -> tuple[str, str, str]:

@@ -1,0 +1,26 @@
+"""What the Kùzu store's mixins use of :class:`~ebb_core.kuzu_store.KuzuStore`.
+
+Each mixin of the ``ebb_core.kuzu`` package inherits :class:`KuzuBase`, which declares (for the
+type checker only) the session methods and state ``KuzuStore`` defines: ``_q`` and ``_run``
+(queries), ``_lock``, ``transaction`` and the meta table come from the store itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..store import GraphStore
+
+
+class KuzuBase(GraphStore):
+    """The shared base of the Kùzu store's mixins (no state or behaviour of its own)."""
+
+    if TYPE_CHECKING:  # provided by KuzuStore
+        _lock: Any
+        _path: str
+
+        def _q(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]: ...
+        def _run(
+            self, query: Any, params: Mapping[str, Any] | None = None, *, read: bool = False
+        ) -> Any: ...
