@@ -109,8 +109,12 @@ def _arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
 
 
 def instrument(cls: type) -> None:
-    """Wrap every public method of ``cls`` (the Brain) so that its calls are logged."""
-    for name, member in list(vars(cls).items()):
+    """Wrap every public method of ``cls`` (the Brain) so that its calls are logged, those it
+    inherits from its mixins (``transfer.TransferMixin``, ...) included, on ``cls`` itself."""
+    members: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__[:-1]):  # base classes first, ``object`` left out
+        members.update(vars(klass))
+    for name, member in members.items():
         if name.startswith("_") or name in _SKIP or not callable(member):
             continue
         if isinstance(member, (classmethod, staticmethod, property)):
