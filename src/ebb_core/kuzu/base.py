@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..store import GraphStore
 
+if TYPE_CHECKING:
+    from ..kuzu_store import _RecallCache, _RowCache
+
 
 class KuzuBase(GraphStore):
     """The shared base of the Kùzu store's mixins (no state or behaviour of its own)."""
@@ -19,6 +22,11 @@ class KuzuBase(GraphStore):
     if TYPE_CHECKING:  # provided by KuzuStore
         _lock: Any
         _path: str
+        _cache: _RecallCache
+        _rows_cache: _RowCache
+
+        def _ensure_cache(self) -> None: ...
+        def _arrow(self, query: str, params: Mapping[str, Any]) -> Any: ...
 
         def _q(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]: ...
         def _run(
