@@ -1,0 +1,262 @@
+"""Tier maintenance of a :class:`~ebb_core.engine.Brain`: ``maintain`` and its dry run.
+
+:class:`MaintenanceMixin` holds ``Brain.maintain`` (re-score exactly, then re-tier) and
+``Brain.maintain_preview``, with the replacement policy (``_policy_moves``) and the columnar
+write of the moves and their audit entries (``_write_moves``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .clock import from_us
+from .model import MaintainReport, Tier
+from .store import TierMove, TierMoveColumns
+
+if TYPE_CHECKING:
+    from .engine import _Shared
+
+_MOVES_PER_WRITE = 100_000  # tier moves written (with their audit entries) at a time
+
+
+class MaintenanceMixin:
+    """``Brain.maintain`` and ``Brain.maintain_preview``: what they need of the Brain is declared
+    here."""
+
+    _s: _Shared
+    _ns: str
+
+    if TYPE_CHECKING:
+
+        def _now_us(self) -> int: ...
+        def _tx(self) -> AbstractContextManager[None]: ...
+        def _maybe_rebase(self, now_us: int) -> bool: ...
+        def _refresh_reference(self, namespace: str | None = None) -> None: ...
+        def _ref_key(self) -> float: ...
+        def _activation(self, key: float, now_us: int) -> float: ...
+
+    # -- maintenance -----------------------------------------------------------------------------
+    def maintain(self, *, spreading: str = "default") -> MaintainReport:
+        """Re-score every memory exactly, then re-tier: archive what decayed, queue what was
+        replaced.
+
+        Nodes below the cold cut-off move to cold; they are frozen and queued for review (nothing
+        is deleted) only when they were superseded, or everything they link to was
+        (``Config.decay_alone_freezes`` queues every memory below the cut-off, as before).
+        Every move is audited. ``spreading`` other than ``"default"`` asks the backend for
+        another spreading pass (e.g. ``"pagerank"`` on Neo4j with GDS).
+        """
+        cfg, store = self._s.config, self._s.store
+        with self._s.lock:
+            now_us = self._now_us()
+            with self._tx():
+                rebased = self._maybe_rebase(now_us)
+            # Keys are derived state: the store recomputes them in its own transaction(s)
+            # (batched on a server), so a large graph never needs one giant transaction.
+            scanned = store.recompute_keys(
+                self._ns,
+                self._s.epoch_us,
+                cfg.half_life_us,
+                cfg.read_bonus,
+                cfg.spread,
+                spreading=spreading,
+            )
+            if store.supports_vectors:  # new vectors wait unindexed (see kuzu_vectors)
+                store.index_vectors(self._ns)
+            return self._retier(now_us, scanned, rebased, spreading)
+
+    def maintain_preview(self) -> list[TierMove]:
+        """What :meth:`maintain` would move between tiers now, changing nothing (a dry run).
+
+        Computed from the stored scores against a freshly computed tier reference. Scores are
+        exact for every memory an event touched; a neighbour's one-hop share arrives at
+        ``maintain``, so the real pass can differ at the margins. Tier ratios do not change
+        as time passes by itself (every term decays alike): what moves is what was used, or
+        not, relative to the rest.
+        """
+        cfg, store = self._s.config, self._s.store
+        with self._tx():
+            reference, _ = store.reference_key(self._ns, cfg.reference_quantile)
+            moves = store.tier_move_columns(
+                self._ns, reference, cfg.hot_ratio, cfg.warm_ratio, cfg.cold_ratio
+            )
+            # the same replacement policy maintain applies (decay alone archives, never queues)
+            return self._policy_moves(moves, self._now_us())[0].moves()
+
+    def _retier(self, now_us: int, scanned: int, rebased: bool, spreading: str) -> MaintainReport:
+        cfg = self._s.config
+        with self._tx():
+            self._refresh_reference()
+            mx = self._ref_key()
+            # As columns: a first maintain can move most of a million memories, and one
+            # object (and audit entry) per move took seconds and gigabytes.
+            moves = self._s.store.tier_move_columns(
+                self._ns, mx, cfg.hot_ratio, cfg.warm_ratio, cfg.cold_ratio
+            )
+            moves, why_moved = self._policy_moves(moves, now_us)
+            now = from_us(now_us)
+            moved: dict[str, int] = {}
+            queued: list[str] = []
+            first = self._s.store.last_audit_seq(self._ns) + 1 if len(moves) else 0
+            for lo in range(0, len(moves), _MOVES_PER_WRITE):
+                self._write_moves(
+                    moves.take(slice(lo, lo + _MOVES_PER_WRITE)),
+                    why_moved,
+                    now,
+                    first + lo,
+                    moved,
+                    queued,
+                )
+            if queued:
+                self._refresh_reference()  # the frozen no longer count
+            return MaintainReport(
+                namespace=self._ns,
+                scanned=scanned,
+                moved=moved,
+                newly_queued=queued,
+                reference_activation=self._activation(self._ref_key(), now_us),
+                rebased=rebased,
+                spreading=spreading,
+            )
+
+    def _write_moves(
+        self,
+        moves: TierMoveColumns,
+        why_moved: Mapping[str, str],
+        now: datetime,
+        first: int,
+        moved: dict[str, int],
+        queued: list[str],
+    ) -> None:
+        """Store ``moves`` (one write per target tier on Kùzu) and their audit entries (one
+        columnar write, numbered from ``first``), counting them in ``moved`` and the newly
+        frozen in ``queued``."""
+        import numpy as np
+
+        if not len(moves):
+            return
+        cfg, frozen = self._s.config, int(Tier.FROZEN)
+        ids, src, dst = moves.ids, moves.from_tier, moves.to_tier
+        review: dict[str, str] = {}
+        freezing = np.flatnonzero(dst == frozen)
+        for i, r in zip(ids[freezing].tolist(), moves.ratio[freezing].tolist(), strict=True):
+            review[i] = (
+                f"decayed: activation is {r:.2%} of the most active memory, "
+                f"below the {cfg.cold_ratio:.0%} cut-off"
+                + (f"; {why_moved[i]}" if i in why_moved else "")
+            )
+            queued.append(i)
+        # counted per (from, to), keys in the order the moves first meet them
+        pairs, at, counts = np.unique(src * 8 + dst, return_index=True, return_counts=True)
+        for k in np.argsort(at, kind="stable").tolist():
+            p = int(pairs[k])
+            key = f"{Tier(p // 8).label}->{Tier(p % 8).label}"
+            moved[key] = moved.get(key, 0) + int(counts[k])
+        action = np.where(dst == frozen, "freeze", np.where(dst > src, "demote", "promote"))
+        node_ids = ids.tolist()
+        ratios = moves.ratio.tolist()
+        if why_moved:
+            reasons = [
+                why_moved.get(i) or f"activation ratio {r:.4f}"
+                for i, r in zip(node_ids, ratios, strict=True)
+            ]
+        else:
+            reasons = [f"activation ratio {r:.4f}" for r in ratios]
+        audit: dict[str, Sequence[Any]] = {
+            "action": action.tolist(),
+            "node_id": node_ids,
+            "from_tier": src.tolist(),
+            "to_tier": dst.tolist(),
+            "actor": ["maintain"] * len(moves),
+            "reason": reasons,
+        }
+        self._s.store.set_tiers(self._ns, moves, review, now)
+        self._s.store.append_audit_columns(self._ns, first, now, audit)
+
+    def _policy_moves(
+        self, moves: TierMoveColumns, now_us: int
+    ) -> tuple[TierMoveColumns, dict[str, str]]:
+        """``moves`` as the replacement policy has them, and the reason for each move it changed
+        or added.
+
+        - A superseded, unpinned memory is kept out of hot (at least warm): it was replaced.
+        - Decay alone archives but never queues for deletion: a memory whose activation fell
+          below the cold cut-off is frozen only when it was superseded, or when every memory
+          it is linked to was (the support of a replaced decision); otherwise it stays cold,
+          findable when nothing fresher matches. ``Config.decay_alone_freezes`` restores
+          freezing by decay alone.
+
+        Only the moves the policy can change are looked at one by one: those to frozen, and
+        those of superseded memories; a memory's links are read only when something is
+        superseded at all (otherwise none can have only superseded links).
+        """
+        import numpy as np
+
+        cfg, store = self._s.config, self._s.store
+        replaced = store.superseded_by(self._ns, None)
+        frozen, cold = int(Tier.FROZEN), int(Tier.COLD)
+        to = moves.to_tier.copy()
+        freezing = (
+            np.flatnonzero(to == frozen) if not cfg.decay_alone_freezes else np.zeros(0, np.int64)
+        )
+        if not replaced and not len(freezing):
+            return moves, {}
+        ids = moves.ids
+        keep = np.ones(len(moves), np.bool_)
+        reasons: dict[str, str] = {}
+        frozen_ids = ids[freezing].tolist()
+        context: dict[str, list[str]] = {}
+        if replaced and frozen_ids:
+            unreplaced = [i for i in frozen_ids if i not in replaced]
+            for link in store.strongest_links(
+                self._ns, unreplaced, now_us, cfg.half_life_us, 0.0, 16 * len(unreplaced)
+            ):
+                context.setdefault(link.node_id, []).append(link.other_id)
+        for k, i in zip(freezing.tolist(), frozen_ids, strict=True):
+            if i in replaced:
+                reasons[i] = f"superseded by {', '.join(replaced[i])}"
+                continue
+            linked = context.get(i, [])
+            if linked and all(x in replaced for x in linked):
+                reasons[i] = (
+                    f"everything it links to was superseded ({', '.join(sorted(set(linked))[:3])})"
+                )
+            elif moves.from_tier[k] != cold:  # archived, not queued for deletion
+                to[k] = cold
+            else:
+                keep[k] = False
+        extra: list[str] = []
+        if replaced:
+            nodes = store.get_nodes(self._ns, list(replaced))
+            handled = set(frozen_ids)
+            planned: set[str] = set()
+            for k, i in enumerate(ids.tolist()):
+                if i not in replaced:
+                    continue
+                planned.add(i)
+                n = nodes.get(i)
+                if i in handled or n is None or n.pinned or to[k] > moves.from_tier[k]:
+                    continue  # handled above, not replaced, or a demotion
+                if moves.from_tier[k] == int(Tier.HOT):  # what was replaced leaves hot
+                    to[k] = int(Tier.WARM)
+                    reasons[i] = f"superseded by {', '.join(replaced[i])}"
+                else:  # and never rises
+                    keep[k] = False
+            for i, n in nodes.items():
+                if i not in planned and n.tier == Tier.HOT and not n.pinned:
+                    extra.append(i)
+                    reasons[i] = f"superseded by {', '.join(replaced[i])}"
+        out = TierMoveColumns(ids, moves.from_tier, to, moves.ratio).take(keep)
+        if extra:
+            more = np.empty(len(extra), dtype=object)
+            more[:] = extra
+            out = TierMoveColumns(
+                np.concatenate([out.ids, more]),
+                np.concatenate([out.from_tier, np.full(len(extra), int(Tier.HOT), np.int64)]),
+                np.concatenate([out.to_tier, np.full(len(extra), int(Tier.WARM), np.int64)]),
+                np.concatenate([out.ratio, np.ones(len(extra))]),
+            )
+        return out, reasons
