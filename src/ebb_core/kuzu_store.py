@@ -32,8 +32,19 @@ from .errors import (
     StoreRebuilt,
 )
 from .kuzu.audit import KuzuAudit
-from .kuzu.maintain import KuzuMaintain, _recent_link_lists
-from .kuzu.queries import _SMALL, LINK_SEP, RECENT_LINKS, SEP, _release_arrow_memory, uid
+from .kuzu.bulk import KuzuBulk
+from .kuzu.maintain import KuzuMaintain
+from .kuzu.queries import (
+    _MEMORY_COLUMNS,
+    _SMALL,
+    LINK_SEP,
+    RECENT_LINKS,
+    SEP,
+    _arrow_types,
+    _release_arrow_memory,
+    uid,
+)
+from .kuzu.queries import INDEX_STATE as INDEX_STATE
 from .kuzu_vectors import KuzuVectors
 from .model import Edge, Node, Tier
 from .records import NODE_PROPERTIES, field_value, node_from_row, node_row
@@ -51,10 +62,6 @@ from .store import (
 
 SCHEMA_VERSION = "4"
 FTS_INDEX = "memory_text"
-# Meta key recording the full-text index's state: "building" is committed before an index build
-# (or a bulk load that drops the index) starts and "ready" after it ends, so a store opened after
-# a kill at any point of the build knows to clean up and build again (see _ensure_text_index).
-INDEX_STATE = "text_index"
 STOPWORDS_TABLE = "default_english_stopwords"
 STOPWORDS = 570  # rows of Kùzu 0.11.3's default English stop-word table
 
@@ -328,7 +335,7 @@ class _RowCache:
         self.rows.clear()
 
 
-class KuzuStore(KuzuVectors, KuzuAudit, KuzuMaintain, GraphStore):
+class KuzuStore(KuzuVectors, KuzuBulk, KuzuAudit, KuzuMaintain, GraphStore):
     """Embedded Kùzu backend: a single database file (plus its ``.wal``) at ``path``.
 
     A second process cannot open a file this process holds open: it gets :class:`StoreLocked`.
@@ -747,52 +754,6 @@ class KuzuStore(KuzuVectors, KuzuAudit, KuzuMaintain, GraphStore):
     def _create_text_index(self) -> None:
         self._prepared.clear()
         self._exec(f"CALL CREATE_FTS_INDEX('Memory', '{FTS_INDEX}', ['text'], stemmer := 'porter')")
-
-    @contextmanager
-    def bulk_load(self, rows: int) -> Iterator[None]:
-        # Kùzu 0.11.3 cannot COPY into Memory while its full-text index is in place once rows
-        # of it were revised or deleted: the COPY fails with "Found duplicated primary key
-        # value N" (the index's own table) and the rollback after it can crash the process.
-        # So bulk_insert COPYs memories only between the drop and the rebuild here, and
-        # otherwise creates them row by row (~0.7 ms each). A load under 1/_ROW_VS_BUILD of
-        # the table goes row by row; a larger one drops the index and rebuilds it afterwards
-        # (~90 µs a memory). Kùzu only allows this outside a transaction, hence a context of
-        # its own. The index state is "building" from before the drop until the rebuild ends,
-        # so a store opened after a kill in between rebuilds it from what the load committed.
-        with self._lock:
-            total = self._q("MATCH (m:Memory) RETURN count(*)")[0][0]
-            # ~1.5 KB a memory on disk with its links and index entries (measured: 50k
-            # memories with 100k links grow the file by ~75 MB), counted 2.7 times
-            self.check_room(extra=rows * 4_000)
-            rebuild = rows > 0 and rows * _ROW_VS_BUILD >= total and not self._depth
-            if rebuild:
-                self.set_meta(INDEX_STATE, "building")
-                self._drop_text_index()
-                self._index_dropped = True
-            failed = False
-            try:
-                yield
-            except BaseException:
-                failed = True
-                raise
-            finally:
-                self._let_go_of_tables()  # the loaded columns, before the index build
-                _release_arrow_memory()
-                if rebuild:
-                    self._index_dropped = False
-                    try:
-                        if not failed:  # the loaded rows out of the WAL and its buffers first
-                            self._maybe_checkpoint(force=True)
-                        self._create_text_index()
-                        self.set_meta(INDEX_STATE, "ready")
-                    except EbbError:
-                        # Left "building": rebuilt on the next open. An error of the load
-                        # itself is the one to report.
-                        if not failed:
-                            raise
-                self._maybe_checkpoint()
-                if rebuild:
-                    _release_arrow_memory()  # what the index build freed
 
     def _rows(self, query: str) -> list[list[Any]]:
         result = self._run(query)
@@ -1348,122 +1309,6 @@ class KuzuStore(KuzuVectors, KuzuAudit, KuzuMaintain, GraphStore):
             self._rows_cache.clear()
             self._cache.ready = False  # neighbours' link lists changed: snapshot rebuilt
 
-    def bulk_insert(
-        self, nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]
-    ) -> None:
-        import numpy as np
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        self._supersedes = None
-
-        def col(values: Any, typ: Any) -> Any:
-            if isinstance(values, (pa.Array, pa.ChunkedArray)):
-                return values.cast(typ)
-            return pa.array(values, type=typ)
-
-        def uids(ns: Any, ids: Any) -> Any:
-            return pc.binary_join_element_wise(col(ns, pa.string()), col(ids, pa.string()), SEP)
-
-        self._cache.ready = False
-        self._rows_cache.clear()
-        self._text = None  # built again from Kùzu's index at the next search
-        n, m = len(nodes["id"]), len(edges["src"])
-        node_uids = uids(nodes["namespace"], nodes["id"]) if n else pa.array([], pa.string())
-        src = uids(edges["namespace"], edges["src"]) if m else pa.array([], pa.string())
-        dst = uids(edges["namespace"], edges["dst"]) if m else pa.array([], pa.string())
-        a, b = pc.index_in(src, value_set=node_uids), pc.index_in(dst, value_set=node_uids)
-        inside = m == 0 or (a.null_count == 0 and b.null_count == 0)
-        # No links in this load: the new memories have none, so their lists are known (empty);
-        # unset, a recall reaching them would build and write each one (a write per read).
-        recent = pa.nulls(n, pa.string()) if m else pa.array([""] * n, pa.string())
-        if n and m and inside:
-            # Every edge joins two of these new memories: their recent-link lists follow
-            # from the columns, as maintain would build them.
-            recent = _recent_link_lists(
-                pa.table({"i": col(nodes["id"], pa.string())}),
-                pa.table(
-                    {
-                        "a": a,
-                        "b": b,
-                        "t": col(edges["reinforced_us"], pa.int64()),
-                        "k": col(edges["kind"], pa.string()),
-                        "w": col(edges["weight"], pa.float64()),
-                    }
-                ),
-                np.arange(n),
-            )
-
-        def scores(name: str, typ: Any, zero: Any) -> Any:
-            # the Brain may send final scores with an import; otherwise they are recomputed
-            return col(nodes[name], typ) if name in nodes else pa.array([zero] * n, typ)
-
-        with self.transaction():
-            if n:
-                table = pa.table(
-                    {
-                        "uid": node_uids,
-                        "id": col(nodes["id"], pa.string()),
-                        "ns": col(nodes["namespace"], pa.string()),
-                        **{
-                            c: col(nodes[c], _arrow_types()[c])
-                            for c in (
-                                "kind",
-                                "text",
-                                "props",
-                                "created_us",
-                                "updated_us",
-                                "last_read_us",
-                                "pinned",
-                                "tier",
-                                "review_reason",
-                                "queued_us",
-                            )
-                        },
-                        "base_key": scores("base_key", pa.float64(), 0.0),
-                        "key": scores("key", pa.float64(), 0.0),
-                        "degree": scores("degree", pa.int64(), 0),
-                        "recent_links": recent,
-                    }
-                )
-                if self._index_dropped:
-                    self._copy("Memory", table)
-                else:  # see bulk_load: no COPY into Memory while its text index is there
-                    self._create_rows(table)
-                del table
-            if m:
-                if not inside:
-                    # Memories already stored gain links: their recent-link lists are unset,
-                    # to be rebuilt from all their edges (by maintain, or on first use).
-                    older = set(src.filter(pc.is_null(a)).to_pylist())
-                    older |= set(dst.filter(pc.is_null(b)).to_pylist())
-                    self._load(
-                        "MATCH (n:Memory {uid: u}) SET n.recent_links = NULL",
-                        {"u": sorted(older)},
-                        {"u": "uid"},
-                    )
-                table = pa.table(
-                    {
-                        "from": src,
-                        "to": dst,
-                        "kind": col(edges["kind"], pa.string()),
-                        "weight": col(edges["weight"], pa.float64()),
-                        "created_us": col(edges["created_us"], pa.int64()),
-                        "reinforced_us": col(edges["reinforced_us"], pa.int64()),
-                        "props": col(edges["props"], pa.string()),
-                    }
-                )
-                self._copy("Link", table)
-                del table
-
-    def _create_rows(self, table: Any) -> None:
-        """Insert an Arrow table of Memory rows with one parameterised CREATE each."""
-        props = ", ".join(f"{c}: ${c}" for c in table.column_names)
-        query = f"CREATE (n:Memory {{{props}}})"
-        for lo in range(0, table.num_rows, 10_000):
-            for row in table.slice(lo, 10_000).to_pylist():
-                self._q(query, row)
-
     def _copy(self, name: str, table: Any) -> None:
         """``COPY name FROM`` an Arrow table whose columns are the table's, in order.
 
@@ -2006,7 +1851,6 @@ class KuzuStore(KuzuVectors, KuzuAudit, KuzuMaintain, GraphStore):
 
 _ROW_KEYS = (*NODE_PROPERTIES, "recent_links")
 _COPY_VIA_FILE = 200_000  # rows from which a bulk load goes through a Parquet file
-_ROW_VS_BUILD = 30  # a bulk load under 1/30 of the table keeps the text index (see bulk_load)
 _HELD_MAX = 64 << 20  # Arrow bytes a connection may keep before it is replaced
 _SNAPSHOT_AFTER = 64  # rows read one by one before the recall snapshot is taken
 _SNAPSHOT_ROW_BYTES = 600  # the row snapshot's size per memory (measured ~0.5 KB; see attach)
@@ -2258,31 +2102,3 @@ def _node_params_keys() -> list[str]:
 
 
 #: The Memory table's columns and their types (named by pyarrow's type factories).
-_MEMORY_TYPES = {
-    "uid": "string",
-    "id": "string",
-    "ns": "string",
-    "kind": "string",
-    "text": "string",
-    "props": "string",
-    "created_us": "int64",
-    "updated_us": "int64",
-    "last_read_us": "int64",
-    "pinned": "bool_",
-    "tier": "int64",
-    "review_reason": "string",
-    "queued_us": "int64",
-    "base_key": "float64",
-    "key": "float64",
-    "degree": "int64",
-    "recent_links": "string",
-}
-_MEMORY_COLUMNS = tuple(_MEMORY_TYPES)
-
-
-@functools.cache
-def _arrow_types() -> dict[str, Any]:
-    """Memory columns and their Arrow types (built on first use, like :func:`_audit_columns`)."""
-    import pyarrow as pa
-
-    return {name: getattr(pa, t)() for name, t in _MEMORY_TYPES.items()}

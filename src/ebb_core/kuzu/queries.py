@@ -3,8 +3,14 @@ share."""
 
 from __future__ import annotations
 
+import functools
 from contextlib import suppress
+from typing import Any
 
+# Meta key recording the full-text index's state: "building" is committed before an index build
+# (or a bulk load that drops the index) starts and "ready" after it ends, so a store opened after
+# a kill at any point of the build knows to clean up and build again (see _ensure_text_index).
+INDEX_STATE = "text_index"
 SEP = "\x1f"  # joins namespace and id into the primary key; control chars are refused in both
 RECENT_LINKS = 8  # links kept per memory for recall's explanations
 LINK_SEP = "\x1e"  # between links in a recent-link list (fields are joined by SEP)
@@ -29,3 +35,33 @@ def _release_arrow_memory() -> None:
             import ctypes
 
             ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+_MEMORY_TYPES = {
+    "uid": "string",
+    "id": "string",
+    "ns": "string",
+    "kind": "string",
+    "text": "string",
+    "props": "string",
+    "created_us": "int64",
+    "updated_us": "int64",
+    "last_read_us": "int64",
+    "pinned": "bool_",
+    "tier": "int64",
+    "review_reason": "string",
+    "queued_us": "int64",
+    "base_key": "float64",
+    "key": "float64",
+    "degree": "int64",
+    "recent_links": "string",
+}
+_MEMORY_COLUMNS = tuple(_MEMORY_TYPES)
+
+
+@functools.cache
+def _arrow_types() -> dict[str, Any]:
+    """Memory columns and their Arrow types (built on first use, like :func:`_audit_columns`)."""
+    import pyarrow as pa
+
+    return {name: getattr(pa, t)() for name, t in _MEMORY_TYPES.items()}
