@@ -10,14 +10,13 @@
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import json
 import os
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -31,20 +30,18 @@ from .maintenance import MaintenanceMixin
 from .model import (
     AuditEntry,
     Edge,
-    LiveLink,
     Neighbor,
     Node,
-    RecallHit,
     ReviewItem,
     Stats,
     Tier,
     Version,
-    Why,
     slugify,
 )
+from .recall import RecallMixin, _opt_us
 from .scoring import Config
-from .store import SUPERSEDES, Adjustment, GraphStore, Link, Match
-from .text import STOP_WORDS, matched_terms, query_terms, stem, words
+from .store import SUPERSEDES, Adjustment, GraphStore
+from .text import STOP_WORDS, query_terms, stem, words
 
 # The export names stay importable from here (testing/data.py reads _AUDIT_PAGE).
 from .transfer import _AUDIT_PAGE as _AUDIT_PAGE
@@ -58,7 +55,6 @@ from .validation import (  # the validate_* names are imported from here too
     MAX_ID_LEN,
     MAX_K,
     MAX_TEXT_LEN,
-    _encodable,
     is_valid_kind,
     validate_actor,
     validate_id,
@@ -86,7 +82,7 @@ class _Shared:
     embedder: Embedder | None = None
 
 
-class Brain(TransferMixin, MaintenanceMixin):
+class Brain(TransferMixin, MaintenanceMixin, RecallMixin):
     """Long-term memory for one namespace (user, agent or project) on a :class:`GraphStore`.
 
     Every method runs as one transaction and sees only this namespace; :meth:`scoped` gives a
@@ -1110,362 +1106,6 @@ class Brain(TransferMixin, MaintenanceMixin):
                 keys.update(self._adjust({i: nodes[i] for i in moved}, read=moved))
         self._promote(nodes, keys, caps)  # use lifts an archived memory even so
 
-    def recall(
-        self,
-        query: str,
-        k: int = 5,
-        *,
-        depth: int | None = None,
-        include_archived: bool = False,
-        kinds: Sequence[str] = (),
-        reinforce: bool = True,
-    ) -> list[RecallHit]:
-        """The ``k`` memories most relevant to ``query``, each with why it surfaced.
-
-        Candidates come from the full-text index (never a scan of every memory) and are ranked by
-        a blend of normalised text match and normalised activation, with three corrections:
-
-        - *tier fall-through*: every tier but frozen is searched, hot first: a warm (cold)
-          candidate's score is multiplied by ``Config.warm_prior`` (``cold_prior``), so it
-          surfaces when hot holds nothing comparably strong. ``depth`` is an explicit limit:
-          1 hot only, 2 hot and warm, 3 (or ``include_archived=True``) down to cold; frozen
-          memories never surface (they wait for a person).
-        - *spreading*: the strongest text matches pass part of their text score one hop along
-          their live links (``Config.spread_share``), so a memory tied to strong matches can
-          surface with few shared words.
-        - *supersession*: a memory that a live memory supersedes ranks below its replacement
-          (the replacement is brought in if it matched nothing) and its score is multiplied by
-          ``Config.superseded_weight``.
-
-        ``why`` of every hit gives the parts of its score, the tier it came from and why recall
-        reached it, what spread to it and what superseded it. What is returned is reinforced
-        (its read clock moves) unless ``reinforce=False``: the top hit fully, the hit at rank r
-        by ``1 / (1 + reinforce_tail · r)`` of a full reinforcement, superseded hits less still,
-        none whose share is below ``reinforce_min_share``.
-        """
-        if not isinstance(query, str):
-            raise InvalidInput("query must be a string", field="query")
-        if len(query) > MAX_TEXT_LEN:
-            raise InvalidInput(
-                f"query is {len(query):,} characters; the limit is {MAX_TEXT_LEN:,}", field="query"
-            )
-        _encodable(query, "query")
-        validate_k(k)
-        if depth is not None and (isinstance(depth, bool) or depth not in (1, 2, 3)):
-            raise InvalidInput(
-                f"depth must be 1 (hot), 2 (+warm) or 3 (+cold), got {depth!r}", field="depth"
-            )
-        kinds = [validate_kind(x, "kinds") for x in kinds]
-        max_tier = Tier.COLD if depth is None or include_archived or depth == 3 else Tier(depth)
-        cfg = self._s.config
-        terms = query_terms(query)
-        qvec = None
-        self.last_query_embed_s = 0.0
-        emb = self._s.embedder
-        if emb is not None and cfg.vector_weight > 0 and query.strip():
-            import time as _time
-
-            t0 = _time.perf_counter()
-            qvec = emb.embed_query(query)  # outside the store's lock: it is the slow part
-            self.last_query_embed_s = _time.perf_counter() - t0
-        with self._tx():
-            now_us = self._now_us()
-            store = self._s.store
-            vec: list[tuple[Match, float]] = []
-            if qvec is not None:
-                vec = store.vector_matches(self._ns, qvec, max(cfg.vector_pool, k), max_tier, kinds)
-                if not vec:
-                    qvec = None  # nothing embedded yet: text alone
-            if terms:
-                pool = max(cfg.candidate_pool, 4 * k)
-                cands = store.text_matches(self._ns, " ".join(terms), max_tier, pool, kinds)
-            elif qvec is not None:
-                cands = []
-            else:
-                cands = [
-                    Match(n.id, 0.0, n.key, n.pinned, int(n.tier))
-                    for n in store.top_by_key(self._ns, max_tier, k, kinds)
-                ]
-            if not cands and not vec:
-                return []
-            known: dict[str, list[Link]] = {}
-            ranked = self._rank(
-                cands, bool(terms), max_tier, set(kinds), k, now_us, known, vec, qvec
-            )[:k]
-            found = store.get_nodes(self._ns, [c.id for c in ranked])
-            chosen = [(c, found[c.id]) for c in ranked if c.id in found]
-            nodes = {n.id: n for _, n in chosen}
-            # the spreading sources' links are known already: read only the others'
-            h = cfg.half_life_us
-            rest = [i for i in nodes if i not in known]
-            links = self._s.store.strongest_links(
-                self._ns, rest, now_us, h, cfg.live_link_min, 10 * len(rest)
-            )
-            links += [
-                link
-                for i in nodes
-                for link in known.get(i, [])
-                if link.weight * scoring.decay(now_us - link.reinforced_us, h) >= cfg.live_link_min
-            ]
-            by_node: dict[str, list[Link]] = {}
-            for link in links:
-                by_node.setdefault(link.node_id, []).append(link)
-            hits = [
-                self._hit(c, n, terms, by_node.get(n.id, []), now_us, ranked) for c, n in chosen
-            ]
-            if reinforce:
-                shares = {
-                    n.id: scoring.reinforce_share(rank, cfg)
-                    * (cfg.superseded_weight if c.superseded_by else 1.0)
-                    for rank, (c, n) in enumerate(chosen)
-                }
-                used = {i: n for i, n in nodes.items() if shares[i] >= cfg.reinforce_min_share}
-                caps = {c.id: Tier.WARM for c, _ in chosen if c.superseded_by}
-                if used:
-                    self._mark_read(used, now_us, shares, caps)
-            return hits
-
-    def _rank(
-        self,
-        matches: Sequence[Match],
-        has_terms: bool,
-        max_tier: Tier,
-        kinds: set[str],
-        k: int,
-        now_us: int,
-        known: dict[str, list[Link]],
-        vec: Sequence[tuple[Match, float]] = (),
-        qvec: Any = None,
-    ) -> list[_Candidate]:
-        """Recall's ranking of its text (and vector) candidates (see :meth:`recall`), best
-        first. The links it reads for spreading are left in ``known`` (by memory id) for the
-        explanations."""
-        cfg, store = self._s.config, self._s.store
-        top_text = max((m.score for m in matches), default=0.0) or 1.0
-        # Contrast: a match half as strong as the best counts 0.35 (text_contrast 1.5), so
-        # weak partial matches (one common word) stay below what strong matches spread.
-        cands = {
-            m.id: _Candidate(
-                m.id,
-                m.score,
-                (m.score / top_text) ** cfg.text_contrast if has_terms else 0.0,
-                m.key,
-                m.pinned,
-                m.tier,
-            )
-            for m in matches
-        }
-        for c in cands.values():
-            c.match = c.t_norm
-            if c.text_score > 0:
-                c.found.append("text")
-        pool = max(cfg.vector_pool, k)
-        fuse = _Fusion(cfg, qvec, vec, pool) if qvec is not None else None
-        if fuse is not None:
-            for m, _sim in vec:
-                if m.id not in cands:
-                    cands[m.id] = _Candidate(m.id, 0.0, 0.0, m.key, m.pinned, m.tier)
-                cands[m.id].found.append("vector")
-            # A text candidate the vector index did not return is less similar than the
-            # pool's last: it fuses with similarity 0 (fetching its vector measured no better
-            # on LoCoMo, 0.689 vs 0.692, and costs a read per recall).
-            fuse.apply(cands.values())
-
-        def admit(ids: Iterable[str]) -> None:
-            """Bring memories that matched no words in as candidates, if recall may see them."""
-            wanted = [i for i in dict.fromkeys(ids) if i not in cands]
-            if not wanted:
-                return
-            new = []
-            for m in store.matches_for(self._ns, wanted):
-                if m.tier <= max_tier and (not kinds or m.kind in kinds):
-                    cands[m.id] = _Candidate(m.id, 0.0, 0.0, m.key, m.pinned, m.tier)
-                    new.append(cands[m.id])
-            if fuse is not None and new:
-                fuse.apply(new)
-
-        # Query-time spreading: one hop from the strongest matches along live links.
-        if (has_terms or fuse is not None) and cfg.spread_share > 0 and cfg.spread_sources > 0:
-            sources = sorted(
-                (c for c in cands.values() if c.match > 0), key=lambda c: (-c.match, c.id)
-            )[: cfg.spread_sources]
-            h = cfg.half_life_us
-            links = store.strongest_links(
-                self._ns,
-                [c.id for c in sources],
-                now_us,
-                h,
-                cfg.spread_link_min,
-                16 * len(sources),
-            )
-            if len(links) < 16 * len(sources):  # every link of every source
-                for c in sources:
-                    known[c.id] = []
-                for link in links:
-                    known[link.node_id].append(link)
-            # A link passes its share damped by its decay relative to the source's strongest
-            # link: a stale association of a live memory passes little, and an old
-            # conversation's links pass as much as when they were fresh.
-            decayed = [
-                (link, link.weight * scoring.decay(now_us - link.reinforced_us, h))
-                for link in links
-            ]
-            strongest: dict[str, float] = {}
-            for link, dw in decayed:
-                strongest[link.node_id] = max(strongest.get(link.node_id, 0.0), dw)
-            gains: dict[str, list[tuple[float, str]]] = {}
-            for link, dw in decayed:
-                top = strongest[link.node_id]
-                damp = dw / top if top > 0 else 1.0
-                gain = cfg.spread_share * cands[link.node_id].match * damp
-                gains.setdefault(link.other_id, []).append((gain, link.node_id))
-            # A memory that matched no words is worth bringing in only if what it receives
-            # could lift it into the top k (text scores only grow from here).
-            mx0 = self._ref_key() or max(c.key for c in cands.values())
-            floor = (
-                sorted(
-                    (
-                        scoring.blend(c.match, scoring.ratio(c.key, mx0), cfg)
-                        for c in cands.values()
-                    ),
-                    reverse=True,
-                )[min(k, len(cands)) - 1]
-                if len(cands) >= k
-                else 0.0
-            )
-            admit(
-                i
-                for i, got in gains.items()
-                if i in cands or scoring.blend(sum(g for g, _ in got), 1.0, cfg) > floor
-            )
-            for i, got in gains.items():
-                if i in cands:
-                    got.sort(key=lambda g: (-g[0], g[1]))
-                    cands[i].spread = sum(g for g, _ in got)
-                    cands[i].spread_from = list(dict.fromkeys(s for _, s in got))
-
-        # Normalise activation as tiers do; before the first reference exists, by the best
-        # candidate.
-        mx = self._ref_key() or max(c.key for c in cands.values())
-        for c in cands.values():
-            c.a_norm = scoring.ratio(c.key, mx)
-            c.score = scoring.blend(c.match + c.spread, c.a_norm, cfg) * scoring.tier_prior(
-                c.tier, cfg
-            )
-
-        # Supersession: among the best candidates, a replaced memory sinks below its
-        # replacement (brought in if it matched nothing) and loses part of its score.
-        order = sorted(cands.values(), key=lambda c: (-c.score, c.id))
-        checked: set[str] = set()
-        todo = [c.id for c in order[: max(3 * k, 30)]]
-        for _ in range(3):  # chains of replacements, a few links deep
-            todo = [i for i in todo if i not in checked]
-            if not todo:
-                break
-            checked.update(todo)
-            replaced = store.superseded_by(self._ns, todo)
-            admit(x for news in replaced.values() for x in news)
-            todo = []
-            for old, news in replaced.items():
-                c = cands[old]
-                c.superseded_by = news
-                for n in news:
-                    if n in cands:
-                        r = cands[n]
-                        if r.match == 0 and r.spread == 0 and not r.supplied:
-                            r.a_norm = scoring.ratio(r.key, mx)
-                        # the replacement answers what the old memory answered
-                        if c.score > r.score:
-                            r.score, r.supplied = c.score, True
-                            r.found.append("replaces")
-                        todo.append(n)
-                c.score *= cfg.superseded_weight
-        for _ in range(3):
-            for c in cands.values():
-                present = [cands[n].score for n in c.superseded_by if n in cands]
-                if present and c.score >= min(present):
-                    c.score = min(present) * (1.0 - 1e-9)
-        return sorted(cands.values(), key=lambda c: (-c.score, c.id))
-
-    def _hit(
-        self,
-        c: _Candidate,
-        node: Node,
-        terms: list[str],
-        links: Sequence[Link],
-        now_us: int,
-        ranked: Sequence[_Candidate],
-    ) -> RecallHit:
-        """One hit with its explanation; ``links`` are this node's strongest live links and
-        ``ranked`` the candidates in order (to say why recall reached a deeper tier)."""
-        cfg = self._s.config
-        parts = scoring.activation_parts(
-            node.base_key, node.key, _opt_us(node.last_read_at), now_us, self._s.epoch_us, cfg
-        )
-        h = cfg.half_life_us
-        live = [
-            LiveLink(
-                id=link.other_id,
-                kind=link.kind,
-                direction="out" if link.outgoing else "in",
-                weight=link.weight,
-                decayed_weight=link.weight * scoring.decay(now_us - link.reinforced_us, h),
-                reinforced_at=from_us(link.reinforced_us),
-            )
-            for link in links
-        ]
-        last = max(
-            [t for t in [node.last_read_at, *(x.reinforced_at for x in live)] if t is not None],
-            default=None,
-        )
-        live.sort(key=lambda x: (-x.decayed_weight, x.id))
-        matched = matched_terms(terms, node.text)
-        reached = "hot"
-        if node.tier != Tier.HOT:
-            below = [r.score for r in ranked if r.tier == Tier.HOT and r.score < c.score]
-            best = max(below, default=None)
-            prior = scoring.tier_prior(node.tier, cfg)
-            reached = (
-                f"{node.tier.label}: no hot memory scored as high"
-                + (f" (the best below it: {best:.3f})" if best is not None else "")
-                + f"; its score carries the {node.tier.label} prior x{prior:g}"
-            )
-        summary = _summary(matched, parts, live, node.tier, last, now_us)
-        extra: list[str] = []
-        if c.sim is not None:
-            extra.insert(0, f"similarity {c.sim:.3f}")
-        if c.spread_from:
-            extra.append(f"linked to matches {', '.join(c.spread_from[:3])} (+{c.spread:.3f})")
-        if c.superseded_by:
-            extra.append(f"superseded by {', '.join(c.superseded_by)}")
-        if node.tier != Tier.HOT:
-            extra.append(f"from {reached}")
-        if extra:
-            summary = summary + "; " + "; ".join(extra)
-        why = Why(
-            matched_terms=matched,
-            text_score=c.text_score,
-            text_norm=c.t_norm,
-            activation=parts.total,
-            activation_norm=c.a_norm,
-            edges_part=parts.edges,
-            read_part=parts.read,
-            spread_part=parts.spread,
-            live_links=live[:10],
-            last_reinforced_at=last,
-            tier=node.tier,
-            summary=summary,
-            spread_text=c.spread,
-            spread_from=c.spread_from[:10],
-            superseded_by=c.superseded_by,
-            reached=reached,
-            similarity=c.sim,
-            similarity_norm=c.v_norm,
-            match=c.match,
-            found_by=list(dict.fromkeys(c.found + (["link"] if c.spread_from else []))),
-        )
-        return RecallHit(node=node, score=c.score, why=why)
-
     def activation(self, id: str) -> float:
         """A memory's activation right now (no reinforcement)."""
         node = self.get(id)
@@ -1687,80 +1327,6 @@ class Brain(TransferMixin, MaintenanceMixin):
         return {"embedded": done, "missing_before": missing}
 
 
-@dataclass
-class _Candidate:
-    """One memory recall is ranking, with the parts of its score."""
-
-    id: str
-    text_score: float
-    t_norm: float
-    key: float
-    pinned: bool
-    tier: int
-    spread: float = 0.0
-    spread_from: list[str] = field(default_factory=list)
-    superseded_by: list[str] = field(default_factory=list)
-    a_norm: float = 0.0
-    score: float = 0.0
-    supplied: bool = False  # its score came from the memory it replaced
-    sim: float | None = None  # cosine similarity to the query (None: no vector)
-    v_norm: float = 0.0  # the similarity normalised against the best candidate's
-    match: float = 0.0  # the fused text and similarity that spreading and the blend use
-    found: list[str] = field(default_factory=list)
-
-
-class _Fusion:
-    """Fuses a candidate's text match and vector similarity into its ``match``.
-
-    ``score`` fusion: ``match = (1 − w) · t_norm + w · v_norm`` where ``t_norm`` is the text
-    score normalised as before and ``v_norm = ((sim − floor) / (best − floor)) ** contrast``
-    (``best``: the highest similarity among the candidates; ``floor``: ``vector_floor``, or the
-    last similarity of a full vector pool if higher; ≤ ``floor`` counts 0). ``rrf``:
-    reciprocal-rank fusion of the two rankings, ``(1 − w) / (60 + text rank) + w / (60 +
-    similarity rank)``, rescaled so the best possible is 1. Memories outside the vector pool fuse
-    with similarity 0.
-    """
-
-    def __init__(
-        self, cfg: Config, qvec: Any, vec: Sequence[tuple[Match, float]], pool: int
-    ) -> None:
-        self.cfg = cfg
-        self.sims: dict[str, float] = {m.id: float(s) for m, s in vec}
-        self.best = max(self.sims.values(), default=1.0)
-        # A full pool's last similarity is the floor too: what is outside the pool (similarity
-        # 0 here) and what is at its edge then count alike.
-        self.floor = cfg.vector_floor
-        if len(vec) >= pool and self.sims:
-            self.floor = max(self.floor, min(self.sims.values()))
-        self.text_ranks: dict[str, int] | None = None
-
-    def apply(self, cands: Iterable[_Candidate]) -> None:
-        cfg = self.cfg
-        w, floor = cfg.vector_weight, self.floor
-        span = self.best - floor
-        group = list(cands)
-        for c in group:
-            c.sim = self.sims.get(c.id)
-            if c.sim is None or span <= 0 or c.sim <= floor:
-                c.v_norm = 0.0
-            else:
-                c.v_norm = min((c.sim - floor) / span, 1.0) ** cfg.vector_contrast
-        if cfg.fusion == "rrf":
-            # ranks among every candidate seen so far (memories brought in later included)
-            if self.text_ranks is None:
-                by_text = sorted((c for c in group if c.t_norm > 0), key=lambda c: -c.t_norm)
-                self.text_ranks = {c.id: r for r, c in enumerate(by_text)}
-            sims = sorted(self.sims.values(), reverse=True)
-            for c in group:
-                part = (1 - w) / (60 + self.text_ranks[c.id]) if c.id in self.text_ranks else 0
-                if c.v_norm > 0 and c.sim is not None:
-                    part += w / (60 + bisect.bisect_left([-x for x in sims], -c.sim))
-                c.match = part * 60
-        else:
-            for c in group:
-                c.match = (1 - w) * c.t_norm + w * c.v_norm
-
-
 def _applied(node: Node, adj: Adjustment) -> Node:
     """``node`` with ``adj`` applied, as the store would apply it to a stored node."""
     update: dict[str, Any] = {
@@ -1770,47 +1336,6 @@ def _applied(node: Node, adj: Adjustment) -> Node:
         **adj.fields,
     }
     return node.model_copy(update=update)
-
-
-def _opt_us(when: datetime | None) -> int | None:
-    return None if when is None else to_us(when)
-
-
-def _summary(
-    matched: list[str],
-    parts: scoring.ActivationParts,
-    links: list[LiveLink],
-    tier: Tier,
-    last: datetime | None,
-    now_us: int,
-) -> str:
-    bits = []
-    bits.append("matched " + ", ".join(repr(t) for t in matched) if matched else "no text match")
-    bits.append(
-        f"activation {parts.total:.3f} (links {parts.edges:.3f}, read {parts.read:.3f}, "
-        f"neighbours {parts.spread:.3f})"
-    )
-    if links:
-        # Two links to one neighbour (two kinds, or both directions) name it once.
-        others = list(dict.fromkeys(link.id for link in links))
-        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
-        count = f"{len(links)} live link{'s' if len(links) != 1 else ''}"
-        if len(others) < len(links):
-            count += f" to {len(others)} memor{'ies' if len(others) != 1 else 'y'}"
-        bits.append(f"{count} ({shown})")
-    if last is not None:
-        days = max(now_us - to_us(last), 0) / scoring.US_PER_DAY
-        bits.append(f"last reinforced {_ago(days)}")
-    bits.append(f"tier {tier.label}")
-    return "; ".join(b for b in bits if b)
-
-
-def _ago(days: float) -> str:
-    if days < 1 / 24:
-        return "just now"
-    if days < 1:
-        return f"{days * 24:.0f}h ago"
-    return f"{days:.0f}d ago"
 
 
 # EBB_LOG=debug: each Brain call, its store and its timing on standard error (see logs.py).
