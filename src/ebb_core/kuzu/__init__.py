@@ -3,6 +3,8 @@
 * ``ebb_core.kuzu_store``: :class:`~ebb_core.kuzu_store.KuzuStore` itself, which assembles the
   mixins below with its session, schema, transactions, writes, reads and recall copies.
 * ``base``: :class:`KuzuBase`, what every mixin uses of the store (declared for the type checker).
+* ``search``: full-text search (``text_matches``, ``text_candidates``) through the text copy or
+  Kùzu's index, and the recall columns' lookups (``_columns_of``).
 * ``bulk``: ``bulk_load`` (the text index dropped and rebuilt around a large load) and
   ``bulk_insert`` (an import's columns as Arrow tables).
 * ``audit``: the audit log (``Audit`` rows: appended row-wise or column-wise, read, last seq).

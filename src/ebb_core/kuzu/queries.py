@@ -11,6 +11,7 @@ from typing import Any
 # (or a bulk load that drops the index) starts and "ready" after it ends, so a store opened after
 # a kill at any point of the build knows to clean up and build again (see _ensure_text_index).
 INDEX_STATE = "text_index"
+FTS_INDEX = "memory_text"
 SEP = "\x1f"  # joins namespace and id into the primary key; control chars are refused in both
 RECENT_LINKS = 8  # links kept per memory for recall's explanations
 LINK_SEP = "\x1e"  # between links in a recent-link list (fields are joined by SEP)
