@@ -11,7 +11,6 @@ import tempfile
 import threading
 import time
 import warnings
-from collections import OrderedDict
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -32,6 +31,7 @@ from .errors import (
 )
 from .kuzu.audit import KuzuAudit
 from .kuzu.bulk import KuzuBulk
+from .kuzu.copies import _BASE_COLUMNS, _ROW_KEYS, _RecallCache, _RowCache
 from .kuzu.maintain import KuzuMaintain
 from .kuzu.queries import (
     _MEMORY_COLUMNS,
@@ -166,173 +166,6 @@ def _change_sets(
 
 def _field_value(field: str, value: Any) -> tuple[str, Any]:
     return field_value(field, value)
-
-
-class _RecallCache:
-    """Per-offset copies of the node table: what recall filters and blends on, and the rows.
-
-    A full-text query alone takes ~2 ms at 100k memories, but reading any property of the nodes
-    it returns makes Kùzu scan the node table (~12 ms more), and fetching a hit by primary key
-    costs ~0.7 ms. Recall therefore takes offsets and scores from the index, looks up namespace,
-    tier, key and pin in the arrays here, and, once a process has read more than a few dozen
-    rows, reads its winners' rows from ``base``: an Arrow snapshot of the table (~0.5 KB per
-    memory), whose row for an offset is used only while ``fresh`` says no write has touched it
-    since. Only this process can write the file (Kùzu's
-    lock) and every write goes through this store, which keeps the arrays in step and clears
-    ``fresh`` for what it writes; anything it cannot follow (a rollback, a bulk load, a
-    deletion) drops the copy, rebuilt on next use.
-    """
-
-    def __init__(self) -> None:
-        # The numpy arrays exist once built (importing numpy costs a one-shot command ~50 ms);
-        # until then no offset is known, so nothing below reaches them.
-        self.ready = False
-        self.uid: list[str | None] = []
-        self.kind: list[str] = []
-        self.tier: Any = None
-        self.key: Any = None
-        self.pinned: Any = None
-        self.ns: Any = None  # namespace codes (see ns_code); -1: no memory here
-        self.offset: dict[str, int] = {}
-        self._ns_codes: dict[str, int] = {}
-        self.base: Any = None  # Arrow table of the other columns, one row per offset in `pos`
-        self.pos: Any = None
-        self.fresh: Any = None
-
-    def ns_code(self, namespace: str) -> int:
-        return self._ns_codes.setdefault(namespace, len(self._ns_codes))
-
-    def build(self, table: Any) -> None:
-        import numpy as np
-
-        offsets = table["o"].to_numpy()
-        size = int(offsets.max()) + 1 if len(offsets) else 0
-        self.uid = [None] * size
-        self.kind = [""] * size
-        self.tier = np.full(size, 4, np.int64)
-        self.key = np.zeros(size, np.float64)
-        self.pinned = np.zeros(size, np.bool_)
-        self.ns = np.full(size, -1, np.int64)
-        uids, kinds = table["u"].to_pylist(), table["k"].to_pylist()
-        codes = []
-        names: dict[str, str] = {}  # one string object per kind, not one per memory
-        for o, u, k in zip(offsets.tolist(), uids, kinds, strict=True):
-            self.uid[o] = u
-            self.kind[o] = names.setdefault(k, k)
-            codes.append(self.ns_code(u[: u.index(SEP)]))
-        self.ns[offsets] = codes
-        self.tier[offsets] = table["t"].to_numpy()
-        self.key[offsets] = table["y"].to_numpy()
-        self.pinned[offsets] = table["p"].to_numpy(zero_copy_only=False)
-        self.offset = {u: o for o, u in zip(offsets.tolist(), uids, strict=True)}
-        self.base = None
-        self.pos = np.full(size, -1, np.int64)
-        self.fresh = np.zeros(size, np.bool_)
-        self.ready = True
-
-    def attach(self, table: Any) -> None:
-        """Take ``table`` (offsets ``o`` and ``_BASE_COLUMNS``, as stored now) as the snapshot."""
-        import numpy as np
-
-        offsets = table["o"].to_numpy()
-        self.base = table.select(list(_BASE_COLUMNS))
-        self.pos[offsets] = np.arange(len(offsets))
-        self.fresh[offsets] = True
-
-    def stale(self, offsets: Any) -> None:
-        """Writes changed the rows at ``offsets`` (a batch). When a batch leaves much of the
-        snapshot stale (a maintain, a large import), the snapshot is dropped: the next read
-        that needs one takes it anew, instead of reading most rows from the table one by one
-        from then on."""
-        self.fresh[offsets] = False
-        if self.base is not None and len(offsets) * 8 > len(self.fresh):
-            self.base = None
-            self.fresh[:] = False
-
-    def base_row(self, o: int) -> dict[str, Any] | None:
-        """The stored row at offset ``o`` from the snapshot, if no write has touched it since."""
-        if o >= len(self.fresh) or not self.fresh[o]:
-            return None
-        i, base = int(self.pos[o]), self.base
-        row = {c: base.column(c)[i].as_py() for c in _BASE_COLUMNS}
-        row["kind"], row["tier"] = self.kind[o], int(self.tier[o])
-        row["key"], row["pinned"] = float(self.key[o]), bool(self.pinned[o])
-        return row
-
-    def touched(self, u: str) -> None:
-        """A write changed the row of ``u``: its snapshot row is no longer the stored one."""
-        o = self.offset.get(u)
-        if o is not None:
-            self.fresh[o] = False
-
-    def put(self, offset: int, node: Node) -> None:
-        import numpy as np
-
-        if offset >= len(self.uid):
-            grow = max(offset + 1, 2 * len(self.uid)) - len(self.uid)
-            self.uid += [None] * grow
-            self.kind += [""] * grow
-            self.tier = np.concatenate([self.tier, np.full(grow, 4, np.int64)])
-            self.key = np.concatenate([self.key, np.zeros(grow)])
-            self.pinned = np.concatenate([self.pinned, np.zeros(grow, np.bool_)])
-            self.ns = np.concatenate([self.ns, np.full(grow, -1, np.int64)])
-            self.pos = np.concatenate([self.pos, np.full(grow, -1, np.int64)])
-            self.fresh = np.concatenate([self.fresh, np.zeros(grow, np.bool_)])
-        u = uid(node.namespace, node.id)
-        self.fresh[offset] = False
-        self.uid[offset] = u
-        self.kind[offset] = node.kind
-        self.tier[offset] = int(node.tier)
-        self.key[offset] = node.key
-        self.pinned[offset] = node.pinned
-        self.ns[offset] = self.ns_code(node.namespace)
-        self.offset[u] = offset
-
-    def drop(self, u: str) -> None:
-        o = self.offset.pop(u, None)
-        if o is not None:
-            self.uid[o] = None
-            self.ns[o] = -1
-            self.fresh[o] = False
-
-    def live(self, namespace: str) -> Any:
-        """Offsets of the namespace's memories that are not pinned and not frozen."""
-        import numpy as np
-
-        mask = (self.ns == self.ns_code(namespace)) & ~self.pinned & (self.tier < int(Tier.FROZEN))
-        return np.flatnonzero(mask)
-
-
-class _RowCache:
-    """Stored rows (``NODE_PROPERTIES`` plus ``recent_links``) of recently used memories, by uid.
-
-    A primary-key read costs ~0.7 ms on Kùzu; an agent keeps coming back to the same memories
-    (what it recalled, what it links new ones to). Every write goes through this store, which
-    updates the rows it holds (or drops them, or everything when it cannot follow a change), so
-    a cached row always equals the stored one. Least recently used rows leave first.
-    """
-
-    def __init__(self, size: int = 20_000) -> None:
-        self.size = size
-        self.rows: OrderedDict[str, dict[str, Any]] = OrderedDict()
-
-    def get(self, u: str) -> dict[str, Any] | None:
-        row = self.rows.get(u)
-        if row is not None:
-            self.rows.move_to_end(u)
-        return row
-
-    def put(self, u: str, row: dict[str, Any]) -> None:
-        self.rows[u] = row
-        self.rows.move_to_end(u)
-        if len(self.rows) > self.size:
-            self.rows.popitem(last=False)
-
-    def drop(self, u: str) -> None:
-        self.rows.pop(u, None)
-
-    def clear(self) -> None:
-        self.rows.clear()
 
 
 class KuzuStore(KuzuVectors, KuzuSearch, KuzuBulk, KuzuAudit, KuzuMaintain, GraphStore):
@@ -1658,7 +1491,6 @@ class KuzuStore(KuzuVectors, KuzuSearch, KuzuBulk, KuzuAudit, KuzuMaintain, Grap
             raise storage_error(exc, self._path) from None
 
 
-_ROW_KEYS = (*NODE_PROPERTIES, "recent_links")
 _COPY_VIA_FILE = 200_000  # rows from which a bulk load goes through a Parquet file
 _HELD_MAX = 64 << 20  # Arrow bytes a connection may keep before it is replaced
 _SNAPSHOT_AFTER = 64  # rows read one by one before the recall snapshot is taken
@@ -1713,8 +1545,6 @@ _PREPARED_MAX = 512  # prepared statements kept (one per query text)
 _CHECKPOINT_WAL = 16 << 20  # WAL bytes that trigger a checkpoint (Kùzu's default threshold)
 _ROOM = 4 << 20  # free bytes every write keeps in hand beyond its WAL's checkpoint
 _ABANDONED: list[Any] = []  # engines not closed after a failed WAL append (see close)
-#: Row columns the recall snapshot keeps as Arrow (the rest are its numpy arrays and lists).
-_BASE_COLUMNS = tuple(c for c in _ROW_KEYS if c not in ("kind", "tier", "key", "pinned"))
 _TIERS = {int(t): t for t in Tier}
 
 

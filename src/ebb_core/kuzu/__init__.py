@@ -5,6 +5,7 @@
 * ``base``: :class:`KuzuBase`, what every mixin uses of the store (declared for the type checker).
 * ``search``: full-text search (``text_matches``, ``text_candidates``) through the text copy or
   Kùzu's index, and the recall columns' lookups (``_columns_of``).
+* ``copies``: the in-process copies of the Memory table (the recall columns, recent rows).
 * ``bulk``: ``bulk_load`` (the text index dropped and rebuilt around a large load) and
   ``bulk_insert`` (an import's columns as Arrow tables).
 * ``audit``: the audit log (``Audit`` rows: appended row-wise or column-wise, read, last seq).

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..store import GraphStore
 
 if TYPE_CHECKING:
-    from ..kuzu_store import _RecallCache, _RowCache
+    from .copies import _RecallCache, _RowCache
 
 
 class KuzuBase(GraphStore):
