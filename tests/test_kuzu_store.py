@@ -128,6 +128,19 @@ def test_store_path_errors_are_clear(tmp_path: Path) -> None:
         KuzuStore(tmp_path)
 
 
+def test_an_in_memory_path_is_refused_and_writes_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Brain.open(":memory:") used to create a Kùzu file named ':memory:' in the working folder
+    monkeypatch.chdir(tmp_path)
+    for path in (":memory:", ""):
+        with pytest.raises(InvalidInput, match="no in-memory mode"):
+            KuzuStore(path)
+    with pytest.raises(InvalidInput, match="no in-memory mode"):
+        Brain.open(":memory:")
+    assert list(tmp_path.iterdir()) == []
+
+
 def _assert_copies_match_table(store: KuzuStore) -> None:
     """Every in-process copy (row cache, recall columns, metadata) equals what is stored."""
     from ebb_core.kuzu_store import _ROW_KEYS, _node_ret

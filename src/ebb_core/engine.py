@@ -1,7 +1,7 @@
 """``Brain``: Ebb's engine API. Policy lives here; storage lives behind :class:`GraphStore`.
 
 >>> from ebb_core import Brain
->>> brain = Brain.open(":memory:")                     # doctest: +SKIP
+>>> brain = Brain.open("notes.kuzu")                   # doctest: +SKIP
 >>> brain.remember("We price by outcome now", kind="decision", id="decision:outcome-pricing")
 ...                                                    # doctest: +SKIP
 >>> [h.id for h in brain.recall("pricing")]             # doctest: +SKIP

@@ -200,6 +200,16 @@ class KuzuStore(KuzuVectors, KuzuSearch, KuzuBulk, KuzuAudit, KuzuMaintain, Grap
         default), the store is rebuilt from its rows (:func:`repair.rebuild_in_place`), the
         old file kept beside it, and a :class:`StoreRebuilt` warning says where.
         """
+        if os.fspath(path) in ("", ":memory:"):
+            # Kùzu's in-memory mode has no file to lock, hand over or repair; without this
+            # check the path was made absolute and a file named ':memory:' appeared in the
+            # working directory.
+            raise InvalidInput(
+                f"{os.fspath(path)!r} is not a store path: Ebb keeps an embedded store in one "
+                "file and has no in-memory mode; pass a file path (one in a temporary folder "
+                "for a throwaway store)",
+                field="path",
+            )
         kuzu = _kuzu.load()
         self._path = str(Path(path).expanduser().absolute())
         parent = Path(self._path).parent
