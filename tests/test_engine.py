@@ -9,28 +9,8 @@ import json
 import pytest
 
 from ebb_core import Brain, Config, FixedClock, InvalidInput, NotFound, Tier
-
-
-def _keys(brain: Brain) -> dict[str, tuple[float, float, int]]:
-    return {
-        n.id: (n.base_key, n.key, n.degree)
-        for batch in brain.store.scan_nodes(brain.namespace)
-        for n in batch
-    }
-
-
-def _small_graph(brain: Brain, clock: FixedClock) -> None:
-    brain.remember("Acme Corp is our largest client", kind="client", id="client:acme")
-    brain.remember("Maya runs product", kind="person", id="person:maya")
-    clock.advance(days=10)
-    brain.remember(
-        "We bill Acme per resolved ticket",
-        kind="decision",
-        id="decision:outcome",
-        links=["client:acme", "person:maya"],
-    )
-    clock.advance(days=5)
-    brain.remember("Old seat pricing notes", kind="note", id="note:seats", links=["client:acme"])
+from ebb_core.testing._base import scores as _keys
+from ebb_core.testing._base import small_graph as _small_graph
 
 
 def test_remember_generates_kind_slug_ids(brain: Brain) -> None:
