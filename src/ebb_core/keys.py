@@ -9,30 +9,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import scoring
+from .brain_base import BrainBase
 from .clock import from_us, to_us
-from .model import AuditEntry, Edge, Node, Tier
+from .model import Edge, Node, Tier
 from .store import Adjustment
 
-if TYPE_CHECKING:
-    from .engine import _Shared
 
-
-class KeysMixin:
-    """The Brain's incremental scoring: what it needs of the Brain is declared here."""
-
-    _s: _Shared
-    _ns: str
-
-    if TYPE_CHECKING:
-
-        def _now_us(self) -> int: ...
-        def _tx(self) -> AbstractContextManager[None]: ...
-        def _audit(self, entries: Sequence[dict[str, Any]]) -> list[AuditEntry]: ...
+class KeysMixin(BrainBase):
+    """The Brain's incremental scoring (on :class:`BrainBase`)."""
 
     def _init_scoring(self) -> None:
         """Load the scoring epoch; recompute every key if the scoring parameters changed."""

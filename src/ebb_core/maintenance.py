@@ -8,35 +8,19 @@ write of the moves and their audit entries (``_write_moves``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .brain_base import BrainBase
 from .clock import from_us
 from .model import MaintainReport, Tier
 from .store import TierMove, TierMoveColumns
 
-if TYPE_CHECKING:
-    from .engine import _Shared
-
 _MOVES_PER_WRITE = 100_000  # tier moves written (with their audit entries) at a time
 
 
-class MaintenanceMixin:
-    """``Brain.maintain`` and ``Brain.maintain_preview``: what they need of the Brain is declared
-    here."""
-
-    _s: _Shared
-    _ns: str
-
-    if TYPE_CHECKING:
-
-        def _now_us(self) -> int: ...
-        def _tx(self) -> AbstractContextManager[None]: ...
-        def _maybe_rebase(self, now_us: int) -> bool: ...
-        def _refresh_reference(self, namespace: str | None = None) -> None: ...
-        def _ref_key(self) -> float: ...
-        def _activation(self, key: float, now_us: int) -> float: ...
+class MaintenanceMixin(BrainBase):
+    """``Brain.maintain`` and ``Brain.maintain_preview`` (on :class:`BrainBase`)."""
 
     # -- maintenance -----------------------------------------------------------------------------
     def maintain(self, *, spreading: str = "default") -> MaintainReport:

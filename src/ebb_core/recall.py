@@ -8,13 +8,13 @@ tier fall-through, spreading, replacement) and each hit's :class:`~ebb_core.mode
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import scoring
+from .brain_base import BrainBase
 from .clock import from_us, to_us
 from .errors import InvalidInput
 from .model import LiveLink, Node, RecallHit, Tier, Why
@@ -23,29 +23,11 @@ from .store import Link, Match
 from .text import matched_terms, query_terms
 from .validation import MAX_TEXT_LEN, _encodable, validate_k, validate_kind
 
-if TYPE_CHECKING:
-    from .engine import _Shared
 
+class RecallMixin(BrainBase):
+    """``Brain.recall`` (on :class:`BrainBase`)."""
 
-class RecallMixin:
-    """``Brain.recall``: what it needs of the Brain is declared here."""
-
-    _s: _Shared
-    _ns: str
     last_query_embed_s: float = 0.0
-
-    if TYPE_CHECKING:
-
-        def _now_us(self) -> int: ...
-        def _tx(self) -> AbstractContextManager[None]: ...
-        def _ref_key(self) -> float: ...
-        def _mark_read(
-            self,
-            nodes: Mapping[str, Node],
-            now_us: int,
-            shares: Mapping[str, float] | None = None,
-            caps: Mapping[str, Tier] | None = None,
-        ) -> None: ...
 
     def recall(
         self,

@@ -6,36 +6,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
 
+from .brain_base import BrainBase
 from .errors import InvalidInput
-from .model import AuditEntry, Edge, Node, ReviewItem, Tier
+from .model import Edge, Node, ReviewItem, Tier
 from .transfer import _node_record
 from .validation import MAX_K, validate_k, validate_reason
 
-if TYPE_CHECKING:
-    from .engine import _Shared
 
-
-class ReviewMixin:
-    """The Brain's review calls: what they need of the Brain is declared here."""
-
-    _s: _Shared
-    _ns: str
-
-    if TYPE_CHECKING:
-
-        def _now_us(self) -> int: ...
-        def _tx(self) -> AbstractContextManager[None]: ...
-        def _audit(self, entries: Sequence[dict[str, Any]]) -> list[AuditEntry]: ...
-        def _require(self, ids: Sequence[str]) -> dict[str, Node]: ...
-        def _adjust(self, nodes: Mapping[str, Node], **event: Any) -> dict[str, float]: ...
-        def _maybe_rebase(self, now_us: int) -> bool: ...
-        def _ref_key(self) -> float: ...
-        def _refresh_reference(self, namespace: str | None = None) -> None: ...
-        def _activation(self, key: float, now_us: int) -> float: ...
+class ReviewMixin(BrainBase):
+    """The Brain's review calls (on :class:`BrainBase`)."""
 
     def pin(self, id: str, *, actor: str = "user") -> Node:
         """Pin a memory: it stays hot and never archives until unpinned."""

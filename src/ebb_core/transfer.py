@@ -11,18 +11,15 @@ import math
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from . import records, scoring
+from .brain_base import BrainBase
 from .embeddings import META_DIM, META_MODEL
 from .errors import InvalidInput
 from .model import AuditEntry, Node, Tier, slugify
 from .validation import is_valid_kind, validate_namespace
-
-if TYPE_CHECKING:
-    from .engine import _Shared
 
 Progress = Callable[[int, int], None]
 """A progress callback: ``(done, total)``."""
@@ -33,19 +30,10 @@ EXPORT_VERSION = 1
 _AUDIT_PAGE = 5000  # audit entries per read while exporting
 
 
-class TransferMixin:
-    """``Brain.export`` and ``Brain.import_``: what they need of the Brain is declared here."""
+class TransferMixin(BrainBase):
+    """``Brain.export`` and ``Brain.import_`` (on :class:`BrainBase`)."""
 
-    _s: _Shared
-    _ns: str
     last_import: dict[str, int] | None = None
-
-    if TYPE_CHECKING:
-
-        def _now_us(self) -> int: ...
-        def _tx(self) -> AbstractContextManager[None]: ...
-        def _recompute(self, namespace: str) -> int: ...
-        def _embed(self, texts: Sequence[str]) -> Any: ...
 
     # -- export / import -------------------------------------------------------------------------
     def export(

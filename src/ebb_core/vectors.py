@@ -7,26 +7,16 @@ without one, or a rebuild under another model) and the embedder plumbing the oth
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .brain_base import BrainBase
 from .embeddings import META_DIM, META_MODEL, EmbedderError
 from .errors import EbbError, InvalidInput
 from .transfer import Progress
 
-if TYPE_CHECKING:
-    from .engine import _Shared
 
-
-class VectorsMixin:
-    """The Brain's embedder and vectors: what they need of the Brain is declared here."""
-
-    _s: _Shared
-    _ns: str
-
-    if TYPE_CHECKING:
-
-        def _tx(self) -> AbstractContextManager[None]: ...
+class VectorsMixin(BrainBase):
+    """The Brain's embedder and vectors (on :class:`BrainBase`)."""
 
     def set_embedder(self, embedder: Any) -> None:
         """Use ``embedder`` from now on (every namespace view of this store shares it); the
