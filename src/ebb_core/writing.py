@@ -8,7 +8,7 @@ incremental scoring of :mod:`ebb_core.keys`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -77,137 +77,167 @@ class WriteMixin(BrainBase):
             now_us = self._now_us()
             self._maybe_rebase(now_us)
             when = as_utc(at) if at is not None else from_us(now_us)
-            generated = id is None
-            if id is None:
-                id = self._new_id(kind or "note", text)
-            else:
-                validate_id(id)
-            if id in link_ids:
-                raise InvalidInput(f"memory {id!r} cannot link to itself", field="links")
-            if id in old_ids:
-                raise InvalidInput(f"memory {id!r} cannot supersede itself", field="supersedes")
+            id, generated = self._memory_id(id, kind, text, link_ids, old_ids)
             existing = None if generated else self._s.store.get_nodes(self._ns, [id]).get(id)
-            # text changed with no embedder at hand: its old vector would mislead recall
-            stale = (
-                vec is None
-                and existing is not None
-                and existing.text != text
-                and self._s.store.supports_vectors
-                and self._s.store.get_meta(META_MODEL) is not None
-            )
-            if existing is not None and existing.tier == Tier.FROZEN:
-                raise InvalidInput(
-                    f"memory {id!r} is in the review queue: restore it first to change it",
-                    field="id",
-                )
-            linked = self._require(list(dict.fromkeys(link_ids + old_ids)))
-            frozen = [i for i, n in linked.items() if n.tier == Tier.FROZEN]
-            if frozen:
-                raise InvalidInput(
-                    f"cannot link to {frozen[0]!r}: it is in the review queue",
-                    field="supersedes" if frozen[0] in old_ids else "links",
-                )
-            new_kind = kind or (existing.kind if existing else "note")
-            if clean_props is None:
-                clean_props = dict(existing.props) if existing else {}
-            node = Node(
-                id=id,
-                namespace=self._ns,
-                kind=new_kind,
-                text=text,
-                props=clean_props,
-                created_at=existing.created_at if existing else when,
-                updated_at=when,
-                pinned=pinned or (existing.pinned if existing else False),
-                tier=Tier.HOT,
-                last_read_at=existing.last_read_at if existing else None,
-                base_key=existing.base_key if existing else 0.0,
-                key=existing.key if existing else 0.0,
-                degree=existing.degree if existing else 0,
-            )
+            stale = self._vector_goes_stale(vec, existing, text)
+            linked = self._link_targets(id, existing, link_ids, old_ids)
+            node = _version(id, self._ns, text, kind, clean_props, pinned, existing, when)
             audits: list[dict[str, Any]] = []
             if existing is not None and (existing.text, existing.kind, existing.props) != (
                 text,
-                new_kind,
-                clean_props,
+                node.kind,
+                node.props,
             ):
                 audits.append(self._revision(existing, actor))
             if existing is not None:
                 self._s.store.upsert_nodes([node])
-            wanted = [(link, link_kind, weight) for link in link_ids]
-            wanted += [
-                (old, SUPERSEDES, 1.0)
-                for old in old_ids
-                if not (link_kind == SUPERSEDES and old in link_ids)
-            ]
-            new_edges, changed = [], []
-            for dst, edge_kind, w in wanted:
-                edge = Edge(
-                    namespace=self._ns,
-                    src=id,
-                    dst=dst,
-                    kind=edge_kind,
-                    weight=w,
-                    created_at=when,
-                    reinforced_at=when,
-                )
-                old = self._s.store.get_edge(self._ns, id, dst, edge_kind) if existing else None
-                if old is None:
-                    new_edges.append(edge)
-                else:
-                    changed.append((old, edge.model_copy(update={"created_at": old.created_at})))
-            audits += [
-                {
-                    "action": "supersede",
-                    "node_id": old,
-                    "from_tier": linked[old].tier,
-                    "to_tier": linked[old].tier,
-                    "actor": actor,
-                    "reason": f"superseded by {id}",
-                    "payload": {"by": id},
-                }
-                for old in old_ids
-            ]
-            self._audit(audits)
-            before = {id: node, **linked}
-            changes = self._plan(
-                before, read={id: to_us(when)}, new_edges=new_edges, changed=changed
+            new_edges, changed = self._edges_out(
+                id, link_ids, link_kind, weight, old_ids, when, existing is not None
             )
-            keys = self._new_keys(before, changes)
-            if existing is None:
-                # A new memory is created with its scores already final, together with its
-                # links and its neighbours' changes (one round on stores that can fold them).
-                node = _applied(node, changes.pop(id))
-                # Last step: a new memory is hot, so there is nothing to promote after it.
-                self._s.store.write_event(
-                    self._ns, new_nodes=[node], changes=changes, new_edges=new_edges, final=True
-                )
+            audits += [_superseded(old, linked[old].tier, id, actor) for old in old_ids]
+            self._audit(audits)
+            node = self._write_version(node, existing, linked, when, new_edges, changed)
+        self._write_vector(node.id, vec, stale, new=existing is None)
+        return node
+
+    def _memory_id(
+        self,
+        id: str | None,
+        kind: str | None,
+        text: str,
+        link_ids: Sequence[str],
+        old_ids: Sequence[str],
+    ) -> tuple[str, bool]:
+        """The id ``remember`` stores under (``id``, else a new one from ``kind`` and ``text``)
+        and whether it was generated; refuses an id that links to or supersedes itself."""
+        generated = id is None
+        if id is None:
+            id = self._new_id(kind or "note", text)
+        else:
+            validate_id(id)
+        if id in link_ids:
+            raise InvalidInput(f"memory {id!r} cannot link to itself", field="links")
+        if id in old_ids:
+            raise InvalidInput(f"memory {id!r} cannot supersede itself", field="supersedes")
+        return id, generated
+
+    def _vector_goes_stale(self, vec: Any, existing: Node | None, text: str) -> bool:
+        """Whether ``existing``'s stored vector must go: its text changes and there is no
+        embedder at hand to replace the vector (the old one would mislead recall)."""
+        return (
+            vec is None
+            and existing is not None
+            and existing.text != text
+            and self._s.store.supports_vectors
+            and self._s.store.get_meta(META_MODEL) is not None
+        )
+
+    def _link_targets(
+        self, id: str, existing: Node | None, link_ids: list[str], old_ids: list[str]
+    ) -> dict[str, Node]:
+        """The memories ``remember`` links to and supersedes, read; refuses a write to or a
+        link to a memory in the review queue, and a link to a memory that does not exist."""
+        if existing is not None and existing.tier == Tier.FROZEN:
+            raise InvalidInput(
+                f"memory {id!r} is in the review queue: restore it first to change it",
+                field="id",
+            )
+        linked = self._require(list(dict.fromkeys(link_ids + old_ids)))
+        frozen = [i for i, n in linked.items() if n.tier == Tier.FROZEN]
+        if frozen:
+            raise InvalidInput(
+                f"cannot link to {frozen[0]!r}: it is in the review queue",
+                field="supersedes" if frozen[0] in old_ids else "links",
+            )
+        return linked
+
+    def _edges_out(
+        self,
+        id: str,
+        link_ids: Sequence[str],
+        link_kind: str,
+        weight: float,
+        old_ids: Sequence[str],
+        when: datetime,
+        exists: bool,
+    ) -> tuple[list[Edge], list[tuple[Edge, Edge]]]:
+        """The edges ``remember`` writes from ``id``: (new edges, (old, new) for the edges an
+        existing memory already had, which keep their creation time)."""
+        wanted = [(link, link_kind, weight) for link in link_ids]
+        wanted += [
+            (old, SUPERSEDES, 1.0)
+            for old in old_ids
+            if not (link_kind == SUPERSEDES and old in link_ids)
+        ]
+        new_edges, changed = [], []
+        for dst, edge_kind, w in wanted:
+            edge = Edge(
+                namespace=self._ns,
+                src=id,
+                dst=dst,
+                kind=edge_kind,
+                weight=w,
+                created_at=when,
+                reinforced_at=when,
+            )
+            old = self._s.store.get_edge(self._ns, id, dst, edge_kind) if exists else None
+            if old is None:
+                new_edges.append(edge)
             else:
-                self._s.store.adjust(self._ns, changes)
-                self._s.store.insert_edges(new_edges)
-                self._s.store.upsert_edges([new for _, new in changed])
-                if existing.tier != Tier.HOT:
-                    self._audit(
-                        [
-                            {
-                                "action": "promote",
-                                "node_id": id,
-                                "from_tier": existing.tier,
-                                "to_tier": Tier.HOT,
-                                "reason": "rewritten",
-                            }
-                        ]
-                    )
-                self._promote({id: node}, keys)
-                node = self._s.store.get_nodes(self._ns, [id])[id]
+                changed.append((old, edge.model_copy(update={"created_at": old.created_at})))
+        return new_edges, changed
+
+    def _write_version(
+        self,
+        node: Node,
+        existing: Node | None,
+        linked: Mapping[str, Node],
+        when: datetime,
+        new_edges: list[Edge],
+        changed: list[tuple[Edge, Edge]],
+    ) -> Node:
+        """Write ``remember``'s memory (read at ``when``) and its edges with every key kept in
+        step; returns the memory as stored."""
+        id = node.id
+        before = {id: node, **linked}
+        changes = self._plan(before, read={id: to_us(when)}, new_edges=new_edges, changed=changed)
+        keys = self._new_keys(before, changes)
+        if existing is None:
+            # A new memory is created with its scores already final, together with its
+            # links and its neighbours' changes (one round on stores that can fold them).
+            node = _applied(node, changes.pop(id))
+            # Last step: a new memory is hot, so there is nothing to promote after it.
+            self._s.store.write_event(
+                self._ns, new_nodes=[node], changes=changes, new_edges=new_edges, final=True
+            )
+            return node
+        self._s.store.adjust(self._ns, changes)
+        self._s.store.insert_edges(new_edges)
+        self._s.store.upsert_edges([new for _, new in changed])
+        if existing.tier != Tier.HOT:
+            self._audit(
+                [
+                    {
+                        "action": "promote",
+                        "node_id": id,
+                        "from_tier": existing.tier,
+                        "to_tier": Tier.HOT,
+                        "reason": "rewritten",
+                    }
+                ]
+            )
+        self._promote({id: node}, keys)
+        return self._s.store.get_nodes(self._ns, [id])[id]
+
+    def _write_vector(self, id: str, vec: Any, stale: bool, *, new: bool) -> None:
+        """Store ``remember``'s vector for ``id`` (or, when ``stale``, drop the old one)."""
         if vec is not None:
             with self._s.lock:
                 # a new memory has no vector to replace: no lookup and delete before the insert
-                self._s.store.put_vectors(self._ns, [node.id], vec, new=existing is None)
+                self._s.store.put_vectors(self._ns, [id], vec, new=new)
         elif stale:
             with self._s.lock:
-                self._s.store.delete_vectors(self._ns, [node.id])
-        return node
+                self._s.store.delete_vectors(self._ns, [id])
 
     def _revision(self, old: Node, actor: str) -> dict[str, Any]:
         """The audit entry keeping ``old`` (text, kind, props) as a version when it changes."""
@@ -342,19 +372,7 @@ class WriteMixin(BrainBase):
             )
             if old is None:
                 if kind == SUPERSEDES:
-                    self._audit(
-                        [
-                            {
-                                "action": "supersede",
-                                "node_id": dst,
-                                "from_tier": nodes[dst].tier,
-                                "to_tier": nodes[dst].tier,
-                                "actor": actor,
-                                "reason": f"superseded by {src}",
-                                "payload": {"by": src},
-                            }
-                        ]
-                    )
+                    self._audit([_superseded(dst, nodes[dst].tier, src, actor)])
                 changes = self._plan(nodes, new_edges=[edge])
                 keys = self._new_keys(nodes, changes)
                 self._s.store.write_event(self._ns, changes=changes, new_edges=[edge])
@@ -414,3 +432,45 @@ def _applied(node: Node, adj: Adjustment) -> Node:
         **adj.fields,
     }
     return node.model_copy(update=update)
+
+
+def _version(
+    id: str,
+    namespace: str,
+    text: str,
+    kind: str | None,
+    props: dict[str, Any] | None,
+    pinned: bool,
+    existing: Node | None,
+    when: datetime,
+) -> Node:
+    """The hot node ``remember`` writes as ``id``'s next version (its first when ``existing`` is
+    None): what is left out (kind, props) is kept from ``existing``, and so are its scores."""
+    return Node(
+        id=id,
+        namespace=namespace,
+        kind=kind or (existing.kind if existing else "note"),
+        text=text,
+        props=props if props is not None else (dict(existing.props) if existing else {}),
+        created_at=existing.created_at if existing else when,
+        updated_at=when,
+        pinned=pinned or (existing.pinned if existing else False),
+        tier=Tier.HOT,
+        last_read_at=existing.last_read_at if existing else None,
+        base_key=existing.base_key if existing else 0.0,
+        key=existing.key if existing else 0.0,
+        degree=existing.degree if existing else 0,
+    )
+
+
+def _superseded(old: str, tier: Tier, by: str, actor: str) -> dict[str, Any]:
+    """The audit entry recording that memory ``by`` supersedes memory ``old`` (at ``tier``)."""
+    return {
+        "action": "supersede",
+        "node_id": old,
+        "from_tier": tier,
+        "to_tier": tier,
+        "actor": actor,
+        "reason": f"superseded by {by}",
+        "payload": {"by": by},
+    }
