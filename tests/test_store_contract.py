@@ -37,11 +37,17 @@ class TestNeo4jStoreContract(StoreContractTests):
 
 
 def _contract_methods() -> list[str]:
-    return [
-        name
-        for name, value in vars(GraphStore).items()
-        if not name.startswith("_") and (inspect.isfunction(value) or isinstance(value, property))
-    ]
+    """Every method of the contract: the core's and each capability's (GraphStore's bases)."""
+    return sorted(
+        {
+            name
+            for cls in GraphStore.__mro__
+            if cls is not object
+            for name, value in vars(cls).items()
+            if not name.startswith("_")
+            and (inspect.isfunction(value) or isinstance(value, property))
+        }
+    )
 
 
 def test_the_grouped_store_defines_every_store_method_itself(tmp_path: Path) -> None:

@@ -228,6 +228,10 @@ class GroupedStore(GraphStore):
     def location(self) -> str:
         return self.inner.location
 
+    @property
+    def capabilities(self) -> frozenset[str]:
+        return self.inner.capabilities
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         with self._lock:
