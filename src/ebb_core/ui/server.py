@@ -28,27 +28,19 @@ Safe by construction
 
 from __future__ import annotations
 
-import hmac
-import html
-import json
 import os
 import secrets
 import sys
-from collections.abc import Callable
-from importlib import resources
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 import click
 
 from ..cli import store_options
-from ..errors import BackendUnavailable, EbbError, InvalidInput, NoStore, NotFound, StoreLocked
+from ..errors import BackendUnavailable, EbbError, InvalidInput, StoreLocked
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import Response
 
-    from ..engine import Brain
     from ..mcp_access import StoreAccess
 
 __all__ = ["DEFAULT_PORT", "UiSettings", "build_app", "serve", "ui_command"]
@@ -58,7 +50,6 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 TOKEN_HEADER = "X-Ebb-Token"
 ACCESS_COOKIE = "ebb_ui_access"
 MAX_BODY = 64 * 1024
-T = TypeVar("T")
 
 
 class UiSettings:
@@ -93,361 +84,32 @@ class UiSettings:
         return {f"{n}:{self.port}" for n in names} | ({*names} if self.port == 80 else set())
 
 
-def _static(name: str) -> str:
-    folder = resources.files("ebb_core.ui").joinpath("static")
-    return folder.joinpath(name).read_text(encoding="utf-8")
-
-
-def _entry(e: Any) -> dict[str, Any]:
-    return {
-        "seq": e.seq,
-        "at": e.at.isoformat(),
-        "action": e.action,
-        "id": e.node_id,
-        "from": e.from_tier.label if e.from_tier else None,
-        "to": e.to_tier.label if e.to_tier else None,
-        "by": e.actor,
-        "reason": e.reason,
-        "kept": e.payload is not None,
-    }
-
-
-def _int(request: Request, name: str, default: int, lo: int, hi: int) -> int:
-    raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise InvalidInput(f"{name} must be a whole number, got {raw!r}", field=name) from None
-    if not lo <= value <= hi:
-        raise InvalidInput(f"{name} must be between {lo} and {hi}, got {value}", field=name)
-    return value
-
-
 def build_app(access: StoreAccess, settings: UiSettings) -> Starlette:
-    """The Starlette application serving the page and its JSON/SVG API over ``access``."""
+    """The Starlette application serving the page and its JSON/SVG API over ``access`` (the
+    handlers: :class:`ebb_core.ui.api.Api`)."""
     try:
         from starlette.applications import Starlette
-        from starlette.concurrency import run_in_threadpool
-        from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
         from starlette.routing import Route
     except ImportError as exc:
         raise BackendUnavailable(
             f"the web page needs its extra: pip install 'ebb-memory[ui]' ({exc})"
         ) from None
-    from . import draw
+    from .api import Api
 
-    headers = {
-        "Cache-Control": "no-store",
-        "X-Content-Type-Options": "nosniff",
-        "X-Frame-Options": "DENY",
-        "Referrer-Policy": "no-referrer",
-        "Content-Security-Policy": (
-            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-            "connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
-        ),
-    }
-
-    def refuse(status: int, message: str) -> Response:
-        return JSONResponse({"error": message}, status_code=status, headers=headers)
-
-    def guard(request: Request, *, change: bool) -> Response | None:
-        """Why this request may not proceed (a response), or ``None`` when it may."""
-        if settings.loopback and request.headers.get("host", "") not in settings.allowed_hosts():
-            return refuse(403, "this page answers only at its loopback address")
-        if settings.access_token is not None:
-            given = request.cookies.get(ACCESS_COOKIE, "")
-            if not hmac.compare_digest(given.encode(), settings.access_token.encode()):
-                return refuse(401, "open the page with ?token=YOUR-TOKEN first")
-        if not change:
-            return None
-        origin = request.headers.get("origin")
-        own = f"http://{request.headers.get('host', '')}"
-        if origin is not None and origin.rstrip("/") != own:
-            return refuse(403, f"cross-origin request from {origin} refused")
-        token = request.headers.get(TOKEN_HEADER.lower(), "")
-        if not hmac.compare_digest(token.encode(), settings.session_token.encode()):
-            return refuse(403, f"missing or wrong {TOKEN_HEADER}: reload the page and try again")
-        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
-            return refuse(415, "changes are sent as application/json")
-        return None
-
-    async def call(work: Callable[[Brain], T]) -> T | Response:
-        def run() -> T:
-            with access.brain() as brain:
-                return work(brain)
-
-        try:
-            return await run_in_threadpool(run)
-        except StoreLocked:
-            return refuse(503, f"the store {access.location} is busy (another process holds it)")
-        except (NotFound, NoStore) as exc:
-            return refuse(404, str(exc))
-        except EbbError as exc:
-            return refuse(400, str(exc))
-        except Exception as exc:
-            return refuse(
-                500,
-                f"unexpected {type(exc).__name__}: {exc}. This is a bug in Ebb; nothing was "
-                "half-written (each change is one transaction).",
-            )
-
-    def respond(value: Any) -> Response:
-        if isinstance(value, Response):
-            return value
-        return JSONResponse(value, headers=headers)
-
-    async def body(request: Request) -> dict[str, Any]:
-        raw = await request.body()
-        if len(raw) > MAX_BODY:
-            raise InvalidInput(f"request body larger than {MAX_BODY} bytes")
-        try:
-            data = json.loads(raw or b"{}")
-        except ValueError:
-            raise InvalidInput("the request body is not JSON") from None
-        if not isinstance(data, dict):
-            raise InvalidInput("the request body must be a JSON object")
-        return data
-
-    def text_field(data: dict[str, Any], name: str, *, required: bool) -> str:
-        value = data.get(name, "")
-        if not isinstance(value, str):
-            raise InvalidInput(f"{name} must be a string", field=name)
-        if required and not value.strip():
-            raise InvalidInput(f"{name} is required", field=name)
-        return value.strip()
-
-    # -- pages ------------------------------------------------------------------------------------
-
-    async def index(request: Request) -> Response:
-        given = request.query_params.get("token")
-        if settings.access_token is not None and given is not None:
-            if not hmac.compare_digest(given.encode(), settings.access_token.encode()):
-                return refuse(401, "wrong token")
-            page = RedirectResponse("/", status_code=303, headers=headers)
-            page.set_cookie(ACCESS_COOKIE, given, httponly=True, samesite="strict", path="/")
-            return page
-        blocked = guard(request, change=False)
-        if blocked is not None:
-            return blocked
-        page_html = (
-            _static("index.html")
-            .replace("__EBB_TOKEN__", html.escape(settings.session_token, quote=True))
-            .replace("__EBB_NAMESPACE__", html.escape(access.namespace, quote=True))
-            .replace("__EBB_WHERE__", html.escape(access.location, quote=True))
-        )
-        return HTMLResponse(page_html, headers=headers)
-
-    def static(name: str, media: str) -> Callable[[Request], Any]:
-        async def serve_file(request: Request) -> Response:
-            blocked = guard(request, change=False)
-            return blocked or Response(_static(name), media_type=media, headers=headers)
-
-        return serve_file
-
-    # -- reading ----------------------------------------------------------------------------------
-
-    async def queue(request: Request) -> Response:
-        blocked = guard(request, change=False)
-        if blocked is not None:
-            return blocked
-        try:
-            limit = _int(request, "limit", 50, 1, 500)
-        except InvalidInput as exc:
-            return refuse(400, str(exc))
-
-        def work(brain: Brain) -> dict[str, Any]:
-            items = []
-            queued = brain.review_queue(limit)
-            series = {
-                s.id: s
-                for s in draw.activation_series(
-                    brain, [i.id for i in queued], past_days=90, future_days=0, points=60
-                )
-            }
-            cold_cut = brain.stats().reference_activation * brain.config.cold_ratio
-            for item in queued:
-                links = [
-                    {
-                        "id": n.node.id,
-                        "kind": n.edge.kind,
-                        "direction": "out" if n.edge.src == item.id else "in",
-                        "decayed": n.decayed_weight,
-                        "tier": n.node.tier.label,
-                    }
-                    for n in brain.neighbors(item.id, limit=8)
-                ]
-                history = [_entry(e) for e in brain.audit_log(20, node_id=item.id)]
-                items.append(
-                    {
-                        "id": item.id,
-                        "kind": item.kind,
-                        "text": item.text,
-                        "reason": item.reason,
-                        "queued_at": item.queued_at.isoformat() if item.queued_at else None,
-                        "activation": item.activation,
-                        "links": links,
-                        "history": history,
-                        "spark": draw.sparkline_svg(series[item.id], cold_cut),
-                    }
-                )
-            total = brain.stats().review_queue
-            return {"namespace": brain.namespace, "total": total, "items": items}
-
-        return respond(await call(work))
-
-    async def graph(request: Request) -> Response:
-        blocked = guard(request, change=False)
-        if blocked is not None:
-            return blocked
-        centre = request.query_params.get("id") or None
-        try:
-            k = _int(request, "k", 30, 1, 120)
-        except InvalidInput as exc:
-            return refuse(400, str(exc))
-
-        def work(brain: Brain) -> dict[str, Any]:
-            g = draw.neighbourhood(brain, centre, k) if centre else draw.most_active(brain, k)
-            return {
-                "svg": draw.graph_svg(g),
-                "nodes": [
-                    {"id": n.id, "tier": n.tier.label, "activation": n.activation, "text": n.text}
-                    for n in g.nodes
-                ],
-                "links": [
-                    {"src": lk.src, "dst": lk.dst, "kind": lk.kind, "decayed": lk.decayed}
-                    for lk in g.links
-                ],
-            }
-
-        return respond(await call(work))
-
-    async def decay_view(request: Request) -> Response:
-        blocked = guard(request, change=False)
-        if blocked is not None:
-            return blocked
-        ids = [i for i in request.query_params.get("ids", "").split(",") if i.strip()][:6]
-        try:
-            past = _int(request, "past", 90, 1, 3650)
-            future = _int(request, "future", 90, 0, 3650)
-        except InvalidInput as exc:
-            return refuse(400, str(exc))
-
-        def work(brain: Brain) -> dict[str, Any]:
-            chosen = ids or [n.id for n in brain.top(3, depth=3)]
-            missing = sorted(set(chosen) - set(brain.store.get_nodes(brain.namespace, chosen)))
-            if missing:
-                raise NotFound(f"no memory {missing[0]!r} in namespace {brain.namespace!r}")
-            series = draw.activation_series(brain, chosen, past_days=past, future_days=future)
-            cfg = brain.config
-            reference = brain.stats().reference_activation
-            cuts = [("hot", cfg.hot_ratio), ("warm", cfg.warm_ratio), ("cold", cfg.cold_ratio)]
-            svg = draw.decay_svg(series, now=brain.clock.now(), reference=reference, cuts=cuts)
-            return {
-                "svg": svg,
-                "ids": chosen,
-                "reference": reference,
-                "now": {s.id: float(s.values[_now_index(s, brain)]) for s in series},
-            }
-
-        return respond(await call(work))
-
-    async def log(request: Request) -> Response:
-        blocked = guard(request, change=False)
-        if blocked is not None:
-            return blocked
-        node_id = request.query_params.get("id") or None
-        action = request.query_params.get("action") or None
-        by = (request.query_params.get("by") or "").strip().lower()
-        try:
-            limit = _int(request, "limit", 200, 1, 5000)
-        except InvalidInput as exc:
-            return refuse(400, str(exc))
-
-        def work(brain: Brain) -> dict[str, Any]:
-            # "by" is matched here, so look further back for it (the store filters the rest).
-            entries = brain.audit_log(5000 if by else limit, node_id=node_id, action=action)
-            rows = [_entry(e) for e in reversed(entries) if not by or by in e.actor.lower()]
-            return {"entries": rows[:limit]}
-
-        return respond(await call(work))
-
-    async def stats(request: Request) -> Response:
-        blocked = guard(request, change=False)
-        if blocked is not None:
-            return blocked
-
-        def work(brain: Brain) -> dict[str, Any]:
-            names = sorted({brain.namespace, *brain.namespaces()})
-            return {
-                "current": brain.namespace,
-                "namespaces": [brain.scoped(n).stats().model_dump(mode="json") for n in names],
-            }
-
-        return respond(await call(work))
-
-    # -- changing ---------------------------------------------------------------------------------
-
-    async def approve(request: Request) -> Response:
-        blocked = guard(request, change=True)
-        if blocked is not None:
-            return blocked
-        try:
-            data = await body(request)
-            ids = data.get("ids")
-            if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
-                raise InvalidInput("ids must be a non-empty list of memory ids", field="ids")
-            by = text_field(data, "by", required=True)
-            note = text_field(data, "note", required=False)
-        except InvalidInput as exc:
-            return refuse(400, str(exc))
-        result = await call(lambda b: b.approve_deletion(ids, approved_by=by, note=note))
-        return result if isinstance(result, Response) else respond({"deleted": result})
-
-    async def restore(request: Request) -> Response:
-        blocked = guard(request, change=True)
-        if blocked is not None:
-            return blocked
-        try:
-            data = await body(request)
-            node_id = text_field(data, "id", required=True)
-            by = text_field(data, "by", required=False) or "ui"
-        except InvalidInput as exc:
-            return refuse(400, str(exc))
-
-        def work(brain: Brain) -> dict[str, Any]:
-            node = brain.get(node_id)
-            if node.tier.label != "frozen":
-                raise InvalidInput(
-                    f"memory {node_id!r} is not in the review queue (tier {node.tier.label})",
-                    field="id",
-                )
-            restored = brain.restore(node_id, actor=by)
-            return {"restored": restored.id, "tier": restored.tier.label}
-
-        return respond(await call(work))
-
+    api = Api(access, settings)
     routes = [
-        Route("/", index),
-        Route("/static/app.js", static("app.js", "text/javascript; charset=utf-8")),
-        Route("/static/style.css", static("style.css", "text/css; charset=utf-8")),
-        Route("/api/queue", queue),
-        Route("/api/graph", graph),
-        Route("/api/decay", decay_view),
-        Route("/api/log", log),
-        Route("/api/stats", stats),
-        Route("/api/approve", approve, methods=["POST"]),
-        Route("/api/restore", restore, methods=["POST"]),
+        Route("/", api.index),
+        Route("/static/app.js", api.static("app.js", "text/javascript; charset=utf-8")),
+        Route("/static/style.css", api.static("style.css", "text/css; charset=utf-8")),
+        Route("/api/queue", api.queue),
+        Route("/api/graph", api.graph),
+        Route("/api/decay", api.decay_view),
+        Route("/api/log", api.log),
+        Route("/api/stats", api.stats),
+        Route("/api/approve", api.approve, methods=["POST"]),
+        Route("/api/restore", api.restore, methods=["POST"]),
     ]
     return Starlette(routes=routes)
-
-
-def _now_index(series: Any, brain: Brain) -> int:
-    from ..clock import to_us
-
-    now = to_us(brain.clock.now())
-    return int(abs(series.times_us - now).argmin())
 
 
 # -- running it ----------------------------------------------------------------------------------
