@@ -65,7 +65,7 @@ from ebb_core import Brain
 REFERENCE = "@modelcontextprotocol/server-memory"
 NAMESPACE = "bench"
 EBB = Path(sys.executable).with_name("ebb")
-PASSED = ("PATH", "HOME", "EBB_KUZU_MODULE", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+PASSED = ("PATH", "HOME", "PYTHONPATH", "EBB_KUZU_MODULE", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
 
 def log(message: str) -> None:
