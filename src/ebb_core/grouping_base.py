@@ -1,0 +1,257 @@
+"""The holding machinery of :class:`~ebb_core.grouping.GroupedStore`: what it holds, when it writes
+it, its lifecycle and metadata (see :mod:`ebb_core.grouping` for what grouping does).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from .errors import InvalidInput
+from .model import Node
+from .store import Adjustment, GraphStore
+
+log = logging.getLogger("ebb.grouping")
+
+DEFAULT_DELAY = 1.0
+"""Seconds a grouped reinforcement may wait before it is written (``ebb mcp``'s default)."""
+
+
+MAX_DELAY = 3600.0
+
+
+def validate_delay(delay: float, field: str = "reinforcement_delay") -> float:
+    """``delay`` as seconds (0: write-through), or a clear error."""
+    if (
+        isinstance(delay, bool)
+        or not isinstance(delay, (int, float))
+        or not (math.isfinite(delay) and 0 <= delay <= MAX_DELAY)
+    ):
+        raise InvalidInput(
+            f"{field} must be a number of seconds from 0 (write every reinforcement with its "
+            f"recall) to {MAX_DELAY:g}, got {delay!r}",
+            field=field,
+        )
+    return float(delay)
+
+
+def parse_delay(raw: str, field: str) -> float:
+    """A delay given as text (an environment variable), validated."""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InvalidInput(
+            f"{field} must be a number of seconds, e.g. 1 or 0.5, got {raw!r}", field=field
+        ) from None
+    return validate_delay(value, field)
+
+
+def merge(first: Adjustment, then: Adjustment) -> Adjustment:
+    """One adjustment with the effect of ``first`` followed by ``then``."""
+    return Adjustment(
+        base_delta=first.base_delta + then.base_delta,
+        degree_delta=first.degree_delta + then.degree_delta,
+        key_delta=first.key_delta + then.key_delta,
+        push_delta=first.push_delta + then.push_delta,
+        fields={**first.fields, **then.fields},
+    )
+
+
+def _node(node: Node, adj: Adjustment) -> Node:
+    update: dict[str, Any] = dict(adj.fields)
+    if adj.base_delta:
+        update["base_key"] = node.base_key + adj.base_delta
+    if adj.key_delta:
+        update["key"] = node.key + adj.key_delta
+    if adj.degree_delta:
+        update["degree"] = node.degree + adj.degree_delta
+    return node.model_copy(update=update) if update else node
+
+
+class GroupedBase(GraphStore):
+    """``inner`` with recall's reinforcement grouped (see :mod:`ebb_core.grouping`): the holding.
+
+    Writes made inside :meth:`grouping` (the engine's reinforcement of what it returned) are
+    held; every other write first writes what is held, in its own transaction. ``lock`` is the
+    engine's (the timer's write takes it like any call). Attributes this class does not define
+    are the inner store's.
+    """
+
+    def __init__(self, inner: GraphStore, delay: float, lock: threading.RLock) -> None:
+        if not validate_delay(delay):
+            raise InvalidInput("a grouped store needs a delay > 0", field="reinforcement_delay")
+        self.inner = inner
+        self.delay = float(delay)
+        self.backend = inner.backend
+        self.supports_vectors = inner.supports_vectors
+        self._lock = lock
+        self._held: dict[str, dict[str, Adjustment]] = {}  # namespace -> id -> change
+        self._held_meta: dict[str, str] = {}
+        self._sent: tuple[dict[str, dict[str, Adjustment]], dict[str, str]] | None = None
+        self._depth = 0  # this wrapper's transaction depth (under ``lock``)
+        self._grouping = 0
+        self._timer: threading.Timer | None = None
+        self._closed = False
+        self.flushes = 0
+        """How many times held reinforcement was written and committed."""
+
+    def __getattr__(self, name: str) -> Any:
+        # only called for what this class lacks: a backend's own methods and attributes
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    # -- holding and writing ------------------------------------------------------------------
+    @property
+    def held(self) -> int:
+        """How many memories have reinforcement not written yet (held, or sent in a
+        transaction that has not committed)."""
+        sent = self._sent[0] if self._sent is not None else {}
+        return sum(len(v) for v in self._held.values()) + sum(len(v) for v in sent.values())
+
+    @contextmanager
+    def grouping(self) -> Iterator[None]:
+        with self._lock:
+            self._grouping += 1
+            try:
+                yield
+            finally:
+                self._grouping -= 1
+
+    def flush(self) -> None:
+        """Write what is held now (one transaction, or the caller's)."""
+        with self._lock:
+            if self._held or self._held_meta:
+                with self.transaction():
+                    self._send()
+
+    def _send(self) -> None:
+        """Write what is held inside the current transaction (kept until it commits)."""
+        if not (self._held or self._held_meta):
+            return
+        held, meta = self._held, self._held_meta
+        self._held, self._held_meta = {}, {}
+        self._sent = (held, meta) if self._sent is None else self._sent
+        for ns, changes in held.items():
+            self.inner.adjust(ns, changes)
+        for key, value in meta.items():
+            self.inner.set_meta(key, value)
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Around every write: what is held goes first, in the caller's transaction; a write
+        made outside any (its own, or DDL such as a first vector table) stays outside one."""
+        with self._lock:
+            if self._depth:
+                self._send()
+            else:
+                self.flush()
+            yield
+
+    def _hold(self, namespace: str, changes: Mapping[str, Adjustment]) -> None:
+        held = self._held.setdefault(namespace, {})
+        for i, adj in changes.items():
+            held[i] = merge(held[i], adj) if i in held else adj
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if self._timer is None and not self._closed:
+            timer = threading.Timer(self.delay, self._on_timer)
+            timer.daemon = True
+            timer.name = "ebb-reinforcement"
+            self._timer = timer
+            timer.start()
+
+    def _on_timer(self) -> None:
+        with self._lock:
+            self._timer = None
+            if self._closed:
+                return
+            try:
+                self.flush()
+            except Exception as exc:
+                if getattr(self.inner, "_closed", False):  # closed behind this wrapper's back
+                    self._closed = True
+                    log.warning("grouped reinforcement not written: the store was closed")
+                    return
+                # kept held: the next write, close or timer tries again
+                log.warning("could not write grouped reinforcement yet: %s", exc)
+                self._schedule()
+
+    def _hold_again(self) -> None:
+        """After a rollback: what was sent is held again, before what was held since."""
+        assert self._sent is not None
+        (held, meta), self._sent = self._sent, None
+        for ns, changes in self._held.items():
+            into = held.setdefault(ns, {})
+            for i, adj in changes.items():
+                into[i] = merge(into[i], adj) if i in into else adj
+        self._held, self._held_meta = held, {**meta, **self._held_meta}
+        if self._held or self._held_meta:
+            self._schedule()
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    @property
+    def location(self) -> str:
+        return self.inner.location
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        return self.inner.capabilities
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._lock:
+            outer = self._depth == 0
+            self._depth += 1
+            try:
+                with self.inner.transaction():
+                    yield
+            except BaseException:
+                if outer and self._sent is not None:  # rolled back: hold it again
+                    self._hold_again()
+                raise
+            else:
+                if outer and self._sent is not None:
+                    self._sent = None
+                    self.flushes += 1
+            finally:
+                self._depth -= 1
+
+    @contextmanager
+    def bulk_load(self, rows: int) -> Iterator[None]:
+        self.flush()
+        with self.inner.bulk_load(rows):
+            yield
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            timer, self._timer = self._timer, None
+            if timer is not None:
+                timer.cancel()
+            try:
+                self.flush()
+            except Exception as exc:
+                log.warning("grouped reinforcement not written at close: %s", exc)
+            self._closed = True
+            self.inner.close()
+
+    # -- metadata ------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        held = self._held_meta.get(key)
+        return held if held is not None else self.inner.get_meta(key)
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._lock:
+            if self._grouping and self._sent is None:
+                self._held_meta[key] = value
+                self._schedule()
+                return
+            with self._writing():
+                self.inner.set_meta(key, value)
