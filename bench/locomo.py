@@ -28,6 +28,14 @@ memory's text stays the turn): ``prev`` prefixes the turn before it (the memory 
 are embedded as asked. ``--json`` adds R@10 per conversation (``per_conversation``), so one
 run of the whole dev set also gives any subset's figure.
 
+``--diagnose N`` says where the misses come from: every relevant turn left out of a question's
+top 10 is classed by its rank in recall's whole ranking (11-20, 21-50, beyond 50, or not a
+candidate at all) and by how it became a candidate (the text index, the vector index, both, or
+only a link spreading to it); N of the missed turns (the first ones, in question order) are
+printed with their parts (text_norm, similarity, spread, score) beside the top hit's score. It
+watches the store's text and vector candidates and recall's full ranking on the Brain instance
+(bench-only instrumentation; the recall itself is unchanged).
+
 ``--split N`` tunes on the first N conversations (by sample id): every combination of the
 ``--grid`` values is replayed there, the one with the best R@10 wins, and the figures reported
 are the winner's (and the defaults') on the remaining conversations only.
@@ -243,25 +251,91 @@ def open_brain(
         brain.close()
 
 
+class Watch:
+    """``--diagnose``: records, for the recall in progress, the store's text and vector
+    candidates and recall's whole ranking (by wrapping them on this Brain and its store only)."""
+
+    def __init__(self, brain: Brain) -> None:
+        self.text: set[str] = set()
+        self.vector: set[str] = set()
+        self.ranked: list[Any] = []
+        store: Any = brain.store
+        text_matches, vector_matches = store.text_matches, store.vector_matches
+        rank = brain._rank  # bench-only instrumentation
+
+        def on_text(*a: Any, **kw: Any) -> Any:
+            found = text_matches(*a, **kw)
+            self.text = {m.id for m in found}
+            return found
+
+        def on_vector(*a: Any, **kw: Any) -> Any:
+            found = vector_matches(*a, **kw)
+            self.vector = {m.id for m, _sim in found}
+            return found
+
+        def on_rank(*a: Any, **kw: Any) -> Any:
+            self.ranked = rank(*a, **kw)
+            return self.ranked
+
+        store.text_matches, store.vector_matches = on_text, on_vector
+        brain._rank = on_rank  # type: ignore[method-assign]
+
+    def reset(self) -> None:
+        self.text, self.vector, self.ranked = set(), set(), []
+
+    def misses(self, evidence: set[str], top: Sequence[str]) -> list[dict[str, Any]]:
+        """Each relevant turn missing from ``top``: its rank band, source and score parts."""
+        order = {c.id: (i, c) for i, c in enumerate(self.ranked)}
+        out = []
+        for e in sorted(evidence - set(top)):
+            if e not in order:
+                out.append({"turn": e, "band": "not a candidate", "source": None})
+                continue
+            i, c = order[e]
+            source = "+".join(
+                s for s, hit in (("text", e in self.text), ("vector", e in self.vector)) if hit
+            ) or ("link" if c.spread > 0 else "other")
+            band = "11-20" if i < 20 else "21-50" if i < 50 else "beyond 50"
+            out.append(
+                {
+                    "turn": e,
+                    "rank": i + 1,
+                    "band": band,
+                    "source": source,
+                    "text_norm": round(c.t_norm, 3),
+                    "similarity": None if c.sim is None else round(c.sim, 3),
+                    "spread": round(c.spread, 3),
+                    "score": round(c.score, 3),
+                }
+            )
+        return out
+
+
 def run(
     convs: Sequence[Mapping[str, Any]],
     cfg: Config,
     backend: str,
     workdir: Path,
     embedder: Embedder | None = None,
+    diagnose: bool = False,
 ) -> dict[str, Any]:
     """Replay ``convs`` and score every question; per-question rows plus recall timings
-    (``recall_ms`` includes the query's embedding, ``embed_ms`` is that part alone)."""
+    (``recall_ms`` includes the query's embedding, ``embed_ms`` is that part alone) and, with
+    ``diagnose``, every missed relevant turn (``misses``)."""
     rows: list[dict[str, Any]] = []
     recall_ms: list[float] = []
     embed_ms: list[float] = []
+    misses: list[dict[str, Any]] = []
     for conv in convs:
         start = sessions(conv["conversation"])[0][0]
         clock = FixedClock(start)
         name = str(conv["sample_id"])
         with open_brain(backend, workdir, name, cfg, clock, embedder) as brain:
             replay(brain, clock, conv["conversation"])
+            watch = Watch(brain) if diagnose else None
             for cat, question, evidence in questions(conv):
+                if watch is not None:
+                    watch.reset()
                 t0 = time.perf_counter()
                 hits = brain.recall(question, k=10, reinforce=False)
                 recall_ms.append((time.perf_counter() - t0) * 1000)
@@ -270,7 +344,36 @@ def run(
                 rows.append(
                     {"conv": conv["sample_id"], "category": cat, **score_question(ranked, evidence)}
                 )
-    return {"rows": rows, "recall_ms": recall_ms, "embed_ms": embed_ms}
+                if watch is not None:
+                    top_score = round(hits[0].score, 3) if hits else None
+                    for miss in watch.misses(evidence, ranked):
+                        misses.append(
+                            {
+                                "conv": conv["sample_id"],
+                                "category": CATEGORIES[cat],
+                                "question": question,
+                                "top_score": top_score,
+                                **miss,
+                            }
+                        )
+    return {"rows": rows, "recall_ms": recall_ms, "embed_ms": embed_ms, "misses": misses}
+
+
+def miss_table(misses: Sequence[Mapping[str, Any]], relevant: int) -> dict[str, Any]:
+    """Missed relevant turns counted by rank band and by source, as shares of all relevant
+    turns (``relevant``)."""
+    bands: dict[str, int] = {}
+    sources: dict[str, int] = {}
+    for m in misses:
+        bands[m["band"]] = bands.get(m["band"], 0) + 1
+        if m["source"] is not None:
+            sources[m["source"]] = sources.get(m["source"], 0) + 1
+    return {
+        "relevant_turns": relevant,
+        "missed": len(misses),
+        "by_rank": {b: bands.get(b, 0) for b in ("11-20", "21-50", "beyond 50", "not a candidate")},
+        "ranked_by_source": dict(sorted(sources.items(), key=lambda kv: -kv[1])),
+    }
 
 
 def summarise(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
@@ -377,6 +480,13 @@ def main() -> None:
         default="",
         help="embed each turn with the turn before it and/or its session's date",
     )
+    ap.add_argument(
+        "--diagnose",
+        type=int,
+        default=0,
+        metavar="N",
+        help="class every missed relevant turn and print N of them with their score parts",
+    )
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = ap.parse_args()
 
@@ -426,8 +536,14 @@ def main() -> None:
         for name, cfg in settings.items():
             t0 = time.perf_counter()
             emb = embedder if name != "text-index-alone" else None
-            result = run(report, cfg, args.backend, work, emb)
+            result = run(report, cfg, args.backend, work, emb, diagnose=args.diagnose > 0)
             out["results"][name] = summarise(result["rows"])
+            if args.diagnose > 0:
+                relevant = sum(len(e) for c in report for _, _, e in questions(c))
+                out.setdefault("diagnostics", {})[name] = {
+                    **miss_table(result["misses"], relevant),
+                    "sample": result["misses"][: args.diagnose],
+                }
             out.setdefault("per_conversation", {})[name] = {
                 c["sample_id"]: summarise(
                     [r for r in result["rows"] if r["conv"] == c["sample_id"]]
@@ -477,6 +593,24 @@ def main() -> None:
         print(f"embedder: {out['embedder']}")
     if "tuning" in out:
         print(f"tuned: {out['tuning']['chosen']}")
+    for name, d in out.get("diagnostics", {}).items():
+        n = d["relevant_turns"]
+        print(f"{name}: {d['missed']} of {n} relevant turns missed from the top 10")
+        for band, count in d["by_rank"].items():
+            print(f"  ranked {band:<16} {count:>5}  {count / n:.1%}")
+        for source, count in d["ranked_by_source"].items():
+            print(f"  a candidate by {source:<11} {count:>5}  {count / n:.1%}")
+        for m in d["sample"]:
+            parts = (
+                f"rank {m['rank']} by {m['source']}: text {m['text_norm']}, similarity "
+                f"{m['similarity']}, spread {m['spread']}, score {m['score']}"
+                if "rank" in m
+                else "not a candidate"
+            )
+            print(
+                f"  [{m['category']}] {m['question']!r} {m['turn']}: {parts} "
+                f"(top hit {m['top_score']})"
+            )
 
 
 def _no_spread() -> dict[str, Any]:
