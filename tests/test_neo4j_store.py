@@ -7,6 +7,7 @@ Needs the Neo4j test server (``make test`` starts one); skipped without it, fail
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -297,3 +298,120 @@ def test_a_memory_created_meanwhile_is_refused_as_bad_input(
         neo.insert_nodes([node.model_copy(update={"text": "second"})])
     assert brain.get("note:x").text == "only once"
     assert brain.stats().nodes == 1
+
+
+def _graph_file(path: Path, n: int) -> Path:
+    """``n`` memories, each linked to the one before it and to its half (an import file)."""
+    lines = [json.dumps({"type": "ebb-export", "version": 1})]
+    lines += [
+        json.dumps({"type": "node", "id": f"m{i}", "text": f"memory {i} about word{i % 97}"})
+        for i in range(n)
+    ]
+    for i in range(1, n):
+        for j in {i - 1, i // 2}:  # one link for m1 and m2, two for the others
+            lines.append(
+                json.dumps({"type": "edge", "src": f"m{i}", "dst": f"m{j}", "weight": 2.0})
+            )
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_an_import_committed_in_batches_equals_one_in_a_single_batch(
+    neo4j_uri: str, tmp_path: Path, clock: FixedClock
+) -> None:
+    """An import into an empty namespace commits batch by batch (7 rows a transaction here):
+    the same memories, links and keys as one written in a single batch, and no marker left."""
+    data = _graph_file(tmp_path / "g.jsonl", 60)
+    small = Neo4jStore(neo4j_uri, batch_size=7)
+    big = Neo4jStore(neo4j_uri)
+    try:
+        assert Brain(small, namespace="a", clock=clock).import_(data) == Brain(
+            big, namespace="b", clock=clock
+        ).import_(data)
+        assert small.unfinished_imports() == []
+        for s in (small, big):
+            assert not s._read("MATCH (m:Meta) WHERE m.key STARTS WITH 'import:' RETURN m")
+        got = {ns: Brain(big, namespace=ns, clock=clock) for ns in ("a", "b")}
+        assert _keys(got["a"]) == _keys(got["b"]) and len(_keys(got["a"])) == 60
+        assert big.counts("a") == big.counts("b") and big.counts("a").edges == 2 * 59 - 2
+    finally:
+        small.close()
+        big.close()
+
+
+def test_a_failed_batched_import_removes_what_it_committed(
+    neo4j_uri: str, tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ebb_core.neo4j.bulk as bulk
+
+    data = _graph_file(tmp_path / "g.jsonl", 40)
+    real, calls = bulk.write_links, []
+
+    def failing(*args: Any) -> int:
+        calls.append(1)
+        if len(calls) == 3:
+            raise BackendUnavailable("the server went away (test)")
+        return real(*args)
+
+    monkeypatch.setattr(bulk, "write_links", failing)
+    store = Neo4jStore(neo4j_uri, batch_size=5)
+    try:
+        Brain(store, namespace="kept", clock=clock).remember("stays", id="note:kept")
+        with pytest.raises(BackendUnavailable, match="went away"):
+            Brain(store, namespace="big", clock=clock).import_(data)
+        assert len(calls) == 3  # memories and two batches of links were committed, then undone
+        assert store.counts("big").nodes == 0 and store.counts("big").edges == 0
+        assert store.unfinished_imports() == []
+        assert store.counts("kept").nodes == 1
+    finally:
+        store.close()
+
+
+def test_a_killed_import_is_reported_at_open_and_can_be_discarded(
+    neo4j_uri: str, tmp_path: Path, clock: FixedClock
+) -> None:
+    """SIGKILL in the middle of a batched import: the committed batches stay, with a marker
+    whose counts match them exactly; opening the store warns with what is there and how to
+    remove it; ``discard_import`` removes it and the file imports again."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from ebb_core.errors import ImportInterrupted
+
+    data = _graph_file(tmp_path / "g.jsonl", 3000)
+    code = (
+        "import sys; from ebb_core import Brain; from ebb_core.neo4j import Neo4jStore; "
+        "Brain(Neo4jStore(sys.argv[1], batch_size=20), namespace='big').import_(sys.argv[2])"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, neo4j_uri, str(data)], env=os.environ)
+    watch = Neo4jStore(neo4j_uri)
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and proc.poll() is None:
+            seen = watch.unfinished_imports()
+            if seen and seen[0]["memories_committed"] >= 100:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the import ended before it could be killed"
+        proc.kill()
+        proc.wait()
+    finally:
+        watch.close()
+    with pytest.warns(ImportInterrupted, match=r"'big' started at .* of its 3,000 memories"):
+        store = Neo4jStore(neo4j_uri)
+    try:
+        (info,) = store.unfinished_imports()
+        assert info["namespaces"] == ["big"] and info["memories"] == 3000
+        assert 100 <= info["memories_committed"] <= 3000
+        counts = store.counts("big")
+        assert (counts.nodes, counts.edges) == (info["memories_committed"], info["links_committed"])
+        assert store.discard_import(info["marker"]) == info["memories_committed"]
+        assert store.unfinished_imports() == [] and store.counts("big").nodes == 0
+        with pytest.raises(InvalidInput, match="no unfinished import"):
+            store.discard_import(info["marker"])
+        assert Brain(store, namespace="big", clock=clock).import_(data)["nodes"] == 3000
+        assert store.counts("big").edges == 2 * 2999 - 2
+    finally:
+        store.close()

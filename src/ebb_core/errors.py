@@ -62,6 +62,11 @@ class NoStore(EbbError):
         self.path = path
 
 
+class ImportInterrupted(UserWarning):
+    """A warning, not an error: a Neo4j store holds part of an import that did not finish
+    (committed batch by batch); the message names its namespaces and how to remove it."""
+
+
 class StoreRebuilt(UserWarning):
     """A warning, not an error: a store was rebuilt from its rows on open; the message names
     the kept original."""

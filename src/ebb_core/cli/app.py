@@ -71,10 +71,10 @@ def main(ctx: click.Context, db: str | None, backend: str | None, namespace: str
     ctx.obj.namespace_from_flag = source is click.core.ParameterSource.COMMANDLINE
     import warnings
 
-    from ..errors import StoreRebuilt
+    from ..errors import ImportInterrupted, StoreRebuilt
 
     def show(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
-        if issubclass(category, StoreRebuilt):
+        if issubclass(category, (StoreRebuilt, ImportInterrupted)):
             err.print(f"[bold yellow]warning:[/] {message}", markup=True)
         else:
             default_show(message, category, *args, **kwargs)

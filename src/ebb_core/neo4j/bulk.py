@@ -12,12 +12,20 @@ call fall back to the index. Measured figures are in ``docs/neo4j.md``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+import logging
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import InvalidInput
 from ..records import EDGE_COLUMNS, NODE_COLUMNS
-from .queries import _pylist
+from .queries import IMPORT_MARKER, _batches, _pylist
+from .session import Neo4jSession
+
+log = logging.getLogger(__name__)
 
 #: Scoring columns an import may carry (else they start at zero, as ``bulk_insert`` says).
 _SCORES = {"base_key": "0.0", "key": "0.0", "degree": "0"}
@@ -73,6 +81,53 @@ def create_nodes(tx: Any, nodes: Mapping[str, Sequence[Any]], batch: int) -> lis
     return out
 
 
+def link_ends(
+    edges: Mapping[str, Sequence[Any]],
+    nodes: Mapping[str, Sequence[Any]],
+    element_ids: Sequence[str],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split ``edges`` (columns) into those whose two ends are among ``nodes`` (created with
+    ``element_ids``), as ``a``/``b`` element-id columns for :data:`LINKS_BY_ELEMENT_ID`, and the
+    rest, for :data:`LINKS_BY_ID` (as Arrow arrays)."""
+    if set(edges) != set(EDGE_COLUMNS):
+        raise InvalidInput(
+            f"bulk_insert edge columns must be {list(EDGE_COLUMNS)}, got {sorted(edges)}",
+            field="edges",
+        )
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    total = len(edges["src"])
+    ends = {c: pa.nulls(total, pa.string()) for c in ("src", "dst")}
+    if element_ids and total:
+        known = _keys(nodes["namespace"], nodes["id"])
+        eids = pa.array(element_ids, pa.string())
+        for c in ("src", "dst"):
+            where = pc.index_in(_keys(edges["namespace"], edges[c]), value_set=known)
+            ends[c] = eids.take(where)
+    direct = pc.and_(pc.is_valid(ends["src"]), pc.is_valid(ends["dst"]))
+    cols = {c: _arrow(edges[c]) if total else pa.array([]) for c in EDGE_COLUMNS}
+    by_eid = {c: cols[c].filter(direct) for c in EDGE_COLUMNS if c not in ("namespace",)}
+    by_eid["a"], by_eid["b"] = ends["src"].filter(direct), ends["dst"].filter(direct)
+    del by_eid["src"], by_eid["dst"]
+    by_id = {c: cols[c].filter(pc.invert(direct)) for c in EDGE_COLUMNS}
+    return by_eid, by_id
+
+
+def write_links(tx: Any, query: str, part: Mapping[str, Any], lo: int, hi: int, batch: int) -> int:
+    """Rows ``lo``..``hi`` of ``part`` (from :func:`link_ends`) through ``query``, ``batch``
+    rows per statement; returns the number of rows written."""
+    hi = min(hi, rows(part))
+    for at in range(lo, hi, batch):
+        params = {c: v.slice(at, min(batch, hi - at)).to_pylist() for c, v in part.items()}
+        tx.run(query, params).consume()
+    return max(0, hi - lo)
+
+
+def rows(part: Mapping[str, Any]) -> int:
+    return len(next(iter(part.values()))) if part else 0
+
+
 def create_links(
     tx: Any,
     edges: Mapping[str, Sequence[Any]],
@@ -82,35 +137,11 @@ def create_links(
 ) -> None:
     """Create ``edges`` (columns): by element id where both ends are among ``nodes`` (created
     by this call, with ``element_ids``), else through the ``(ns, id)`` index."""
-    if set(edges) != set(EDGE_COLUMNS):
-        raise InvalidInput(
-            f"bulk_insert edge columns must be {list(EDGE_COLUMNS)}, got {sorted(edges)}",
-            field="edges",
-        )
-    total = len(edges["src"])
-    if not total:
+    if not len(edges.get("src", ())) and set(edges) == set(EDGE_COLUMNS):
         return
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    ends = {c: pa.nulls(total, pa.string()) for c in ("src", "dst")}
-    if element_ids:
-        known = _keys(nodes["namespace"], nodes["id"])
-        eids = pa.array(element_ids, pa.string())
-        for c in ("src", "dst"):
-            where = pc.index_in(_keys(edges["namespace"], edges[c]), value_set=known)
-            ends[c] = eids.take(where)
-    direct = pc.and_(pc.is_valid(ends["src"]), pc.is_valid(ends["dst"]))
-    cols = {c: _arrow(edges[c]) for c in EDGE_COLUMNS}
-    by_eid = {c: cols[c].filter(direct) for c in EDGE_COLUMNS if c not in ("namespace",)}
-    by_eid["a"], by_eid["b"] = ends["src"].filter(direct), ends["dst"].filter(direct)
-    del by_eid["src"], by_eid["dst"]
-    by_id = {c: cols[c].filter(pc.invert(direct)) for c in EDGE_COLUMNS}
+    by_eid, by_id = link_ends(edges, nodes, element_ids)
     for query, part in ((LINKS_BY_ELEMENT_ID, by_eid), (LINKS_BY_ID, by_id)):
-        size = len(next(iter(part.values())))
-        for lo in range(0, size, batch):
-            params = {c: v.slice(lo, batch).to_pylist() for c, v in part.items()}
-            tx.run(query, params).consume()
+        write_links(tx, query, part, 0, rows(part), batch)
 
 
 def _arrow(column: Any) -> Any:
@@ -131,3 +162,169 @@ def _keys(namespaces: Any, ids: Any) -> Any:
     return pc.binary_join_element_wise(
         _arrow(namespaces).cast(pa.string()), _arrow(ids).cast(pa.string()), "\x1f"
     )
+
+
+def _ends_inside(nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]) -> bool:
+    """Whether both ends of every edge are among ``nodes``."""
+    if not len(edges.get("src", ())):
+        return True
+    import pyarrow.compute as pc
+
+    known = _keys(nodes["namespace"], nodes["id"])
+    return all(
+        bool(pc.all(pc.is_in(_keys(edges["namespace"], edges[c]), value_set=known)).as_py())
+        for c in ("src", "dst")
+    )
+
+
+class _Stage:
+    """An import being committed batch by batch: its marker and what it has created."""
+
+    def __init__(self) -> None:
+        self.marker: str | None = None
+        self.created: list[str] = []
+
+
+#: A staged batch's progress, kept on its marker in the batch's own transaction.
+_PROGRESS = "MATCH (m:Meta {key: $k}) SET m.memories = m.memories + $n, m.links = m.links + $l"
+
+
+class Neo4jBulk(Neo4jSession):
+    """The import half of ``Neo4jStore``: ``bulk_load`` and ``bulk_insert``."""
+
+    @contextmanager
+    def bulk_load(self, rows: int) -> Iterator[None]:
+        """An import (``Brain.import_``) into empty namespaces is committed in batches.
+
+        Within this block, a ``bulk_insert`` whose nodes carry their keys (the Brain computes
+        them from the file only when the namespaces are empty and every link is inside the
+        file) writes its memories, then its links, in transactions of ``batch_size`` rows, each
+        committed in order, so the server's transaction memory stays bounded however large the
+        file. A ``Meta`` marker (``import:<hex>``), committed first, names the namespaces and
+        counts what each batch committed (in that batch's transaction); it is deleted in the
+        caller's transaction, which commits the audit entries and tier reference: so the marker
+        is gone exactly when the whole import is in. On an error or Ctrl-C the memories this
+        import created are deleted again (with their links) and the marker with them; if that
+        is impossible (the server is gone, or the process was killed), the marker stays, and
+        opening the store warns (:class:`~ebb_core.errors.ImportInterrupted`) with what is there
+        and how to remove it (:meth:`discard_import`). Readers see the batches as they commit.
+        """
+        state = self._local
+        if state.stage is not None or state.tx is not None:
+            yield
+            return
+        stage = state.stage = _Stage()
+        try:
+            yield
+        except BaseException:
+            if stage.marker is not None:
+                self._undo(stage)
+            raise
+        finally:
+            state.stage = None
+
+    def bulk_insert(
+        self, nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]
+    ) -> None:
+        # Columns go as columns, batch by batch (a million memories and five million links as
+        # row dicts at once took ~8 GB in the client); links between memories created here are
+        # made by element id.
+        stage = self._local.stage
+        if (
+            stage is not None
+            and stage.marker is None
+            and set(_SCORES) <= set(nodes)
+            and len(nodes["id"])
+            and _ends_inside(nodes, edges)
+        ):
+            self._staged(stage, nodes, edges)
+            return
+
+        def work(tx: Any) -> None:
+            element_ids = create_nodes(tx, nodes, self._batch)
+            create_links(tx, edges, nodes, element_ids, self._batch)
+
+        self._unit(work)
+
+    def _staged(
+        self, stage: _Stage, nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]
+    ) -> None:
+        n, m, step = len(nodes["id"]), len(edges["src"]), self._batch
+        info = {
+            "namespaces": sorted(set(_pylist(nodes["namespace"]))),
+            "memories": n,
+            "links": m,
+            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+        marker = f"{IMPORT_MARKER}{uuid.uuid4().hex}"
+        self._apart(
+            lambda tx: tx.run(
+                "CREATE (:Meta {key: $k, value: $v, memories: 0, links: 0})",
+                {"k": marker, "v": json.dumps(info)},
+            ).consume()
+        )
+        stage.marker = marker
+        for lo in range(0, n, step):
+            part = {c: v[lo : lo + step] for c, v in nodes.items()}
+
+            def make(tx: Any, part: Mapping[str, Any] = part) -> list[str]:
+                got = create_nodes(tx, part, step)
+                tx.run(_PROGRESS, {"k": marker, "n": len(got), "l": 0}).consume()
+                return got
+
+            stage.created.extend(self._apart(make))
+        by_eid, _ = link_ends(edges, nodes, stage.created)
+        for lo in range(0, m, step):
+
+            def link(tx: Any, lo: int = lo) -> None:
+                done = write_links(tx, LINKS_BY_ELEMENT_ID, by_eid, lo, lo + step, step)
+                tx.run(_PROGRESS, {"k": marker, "n": 0, "l": done}).consume()
+
+            self._apart(link)
+        self._run("MATCH (m:Meta {key: $k}) DELETE m", {"k": marker})
+        if self._local.tx is None:  # committed just now: nothing left to undo
+            stage.marker = None
+
+    def _undo(self, stage: _Stage) -> None:
+        """Delete what a failed staged import created, then its marker (best effort)."""
+        try:
+            gone = "UNWIND $e AS e MATCH (n) WHERE elementId(n) = e DETACH DELETE n"
+            for part in _batches(stage.created, self._batch):
+
+                def work(tx: Any, ids: Sequence[str] = part) -> None:
+                    tx.run(gone, {"e": list(ids)}).consume()
+
+                self._apart(work)
+            drop = "MATCH (m:Meta {key: $k}) DELETE m"
+            self._apart(lambda tx: tx.run(drop, {"k": stage.marker}).consume())
+        except Exception as exc:  # the import's own error is what the caller gets
+            log.warning(
+                "could not remove the unfinished import's %d memories (%s): opening the store "
+                "will report them",
+                len(stage.created),
+                exc,
+            )
+
+    def discard_import(self, marker: str) -> int:
+        """Remove an unfinished import (see :meth:`unfinished_imports`): every memory of its
+        namespaces, with their links, then its marker. Its namespaces were empty when it began,
+        but anything written to them since goes too: a human's call. Returns memories deleted.
+        """
+        found = [i for i in self.unfinished_imports() if i["marker"] == marker]
+        if not found:
+            raise InvalidInput(
+                f"no unfinished import {marker!r}: see Neo4jStore.unfinished_imports()",
+                field="marker",
+            )
+        deleted = 0
+        for ns in found[0]["namespaces"]:
+            deleted += self._read(
+                "MATCH (n:Memory) WHERE n.ns = $ns RETURN count(n) AS c", {"ns": ns}
+            )[0]["c"]
+            self._autocommit(
+                "MATCH (n:Memory) WHERE n.ns = $ns "
+                "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF $batch ROWS",
+                {"ns": ns, "batch": self._batch},
+            )
+        self._run("MATCH (m:Meta {key: $k}) DELETE m", {"k": marker})
+        return int(deleted)

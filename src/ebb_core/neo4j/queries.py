@@ -157,3 +157,7 @@ def _schema_name(ddl: str) -> str:
     """The name in ``CREATE [FULLTEXT] INDEX|CONSTRAINT <name> IF NOT EXISTS …``."""
     words = ddl.split()
     return words[words.index("IF") - 1]
+
+
+#: ``Meta`` keys of imports being committed batch by batch (``import:<hex>``; see ``bulk``).
+IMPORT_MARKER = "import:"

@@ -7,15 +7,17 @@ transaction when there is one and is retried otherwise.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import Any, NoReturn, TypeVar
 
-from ..errors import BackendUnavailable, EbbError, InvalidInput
-from .queries import _SCHEMA, SCHEMA_VERSION, URI_SCHEMES, _schema_name
+from ..errors import BackendUnavailable, EbbError, ImportInterrupted, InvalidInput
+from .queries import _SCHEMA, IMPORT_MARKER, SCHEMA_VERSION, URI_SCHEMES, _schema_name
 
 __all__ = ["Neo4jSession", "neo4j", "neo4j_errors"]
 
@@ -52,6 +54,7 @@ class _TxState(threading.local):
     tx: Any = None
     failed: BaseException | None = None
     meta: dict[str, str | None] | None = None  # settings read or written in this transaction
+    stage: Any = None  # the import being committed batch by batch (see Neo4jStore.bulk_load)
 
 
 class Neo4jSession:
@@ -203,6 +206,12 @@ class Neo4jSession:
                 return session.execute_write(work)  # type: ignore[no-any-return]
             return session.execute_read(work)  # type: ignore[no-any-return]
 
+    def _apart(self, work: Callable[[Any], T]) -> T:
+        """Run ``work(tx)`` in a retried managed write transaction of its own, committed on its
+        own even when the thread has an explicit transaction open (a staged import's batches)."""
+        with self._errors(), self._session() as session:
+            return session.execute_write(work)  # type: ignore[no-any-return]
+
     def _retrying(self, attempt: Callable[[], T]) -> T:
         """Call ``attempt`` until it gets through to the server or ``retry_seconds`` pass (for
         what the driver does not retry itself: auto-commit statements, beginning a transaction).
@@ -332,6 +341,29 @@ class Neo4jSession:
                 f"Ebb expects {SCHEMA_VERSION}: export it with the Ebb that wrote it and import "
                 "it here"
             )
+        for info in self.unfinished_imports():
+            warnings.warn(_unfinished_message(info), ImportInterrupted, stacklevel=4)
+
+    def unfinished_imports(self) -> list[dict[str, Any]]:
+        """Imports committed batch by batch that have not finished: interrupted (the process
+        was killed or lost the server, so it could not remove its part) or still running in
+        another process. Each: ``marker`` (to pass to ``discard_import``), ``namespaces``,
+        ``memories`` and ``links`` (the file's), ``started`` (UTC), and ``memories_committed``
+        and ``links_committed`` (what the store holds of it)."""
+        rows = self._read(
+            "MATCH (m:Meta) WHERE m.key STARTS WITH $p "
+            "RETURN m.key AS k, m.value AS v, m.memories AS n, m.links AS l ORDER BY k",
+            {"p": IMPORT_MARKER},
+        )
+        return [
+            {
+                "marker": r["k"],
+                **json.loads(r["v"]),
+                "memories_committed": int(r["n"] or 0),
+                "links_committed": int(r["l"] or 0),
+            }
+            for r in rows
+        ]
 
     # -- metadata ------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -350,3 +382,15 @@ class Neo4jSession:
         self._run("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
         if self._local.meta is not None:
             self._local.meta[key] = value
+
+
+def _unfinished_message(info: Mapping[str, Any]) -> str:
+    names = ", ".join(repr(n) for n in info.get("namespaces", []))
+    return (
+        f"an import into namespace {names} started at {info.get('started')} did not finish "
+        f"(interrupted, or still running elsewhere): {info['memories_committed']:,} of its "
+        f"{info.get('memories', 0):,} memories and {info['links_committed']:,} of its "
+        f"{info.get('links', 0):,} links are in the store. If it was interrupted, remove them "
+        f"with Neo4jStore.discard_import({info['marker']!r}) (deletes every memory of "
+        f"{names}, which was empty when the import began) and import the file again"
+    )

@@ -41,7 +41,7 @@ from ..errors import InvalidInput
 from ..model import AuditEntry, Edge, Node
 from ..records import field_value, node_from_row, node_row
 from ..store import UPDATABLE_FIELDS, Adjustment, Counts, GraphStore, memory_exists, refuse_existing
-from .bulk import create_links, create_nodes
+from .bulk import Neo4jBulk
 from .keys import Neo4jKeys
 from .queries import (
     _AUDIT_FIELDS,
@@ -59,7 +59,7 @@ from .session import neo4j_errors
 from .vectors import Neo4jVectors
 
 
-class Neo4jStore(Neo4jVectors, Neo4jSearch, Neo4jKeys, GraphStore):
+class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, GraphStore):
     """Neo4j backend: one database (``database``; the server's default when None) on ``uri``.
 
     >>> store = Neo4jStore("bolt://localhost:7687", auth=("neo4j", "secret"))  # doctest: +SKIP
@@ -205,18 +205,6 @@ class Neo4jStore(Neo4jVectors, Neo4jSearch, Neo4jKeys, GraphStore):
             ns=namespace,
         )
         self.delete_vectors(namespace, ids)
-
-    def bulk_insert(
-        self, nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]
-    ) -> None:
-        # Columns go as columns, batch by batch (a million memories and five million links as
-        # row dicts at once took ~8 GB in the client); links between memories created here are
-        # made by element id (see ``bulk``).
-        def work(tx: Any) -> None:
-            element_ids = create_nodes(tx, nodes, self._batch)
-            create_links(tx, edges, nodes, element_ids, self._batch)
-
-        self._unit(work)
 
     # -- edges ---------------------------------------------------------------------------------
     def upsert_edges(self, edges: Sequence[Edge]) -> None:
