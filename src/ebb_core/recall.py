@@ -8,7 +8,7 @@ tier fall-through, spreading, replacement) and each hit's :class:`~ebb_core.mode
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -62,87 +62,110 @@ class RecallMixin(BrainBase):
         by ``1 / (1 + reinforce_tail · r)`` of a full reinforcement, superseded hits less still,
         none whose share is below ``reinforce_min_share``.
         """
-        if not isinstance(query, str):
-            raise InvalidInput("query must be a string", field="query")
-        if len(query) > MAX_TEXT_LEN:
-            raise InvalidInput(
-                f"query is {len(query):,} characters; the limit is {MAX_TEXT_LEN:,}", field="query"
-            )
-        _encodable(query, "query")
-        validate_k(k)
-        if depth is not None and (isinstance(depth, bool) or depth not in (1, 2, 3)):
-            raise InvalidInput(
-                f"depth must be 1 (hot), 2 (+warm) or 3 (+cold), got {depth!r}", field="depth"
-            )
-        kinds = [validate_kind(x, "kinds") for x in kinds]
-        max_tier = Tier.COLD if depth is None or include_archived or depth == 3 else Tier(depth)
-        cfg = self._s.config
+        kinds, max_tier = _recall_scope(query, k, depth, include_archived, kinds)
         terms = query_terms(query)
-        qvec = None
-        self.last_query_embed_s = 0.0
-        emb = self._s.embedder
-        if emb is not None and cfg.vector_weight > 0 and query.strip():
-            import time as _time
-
-            t0 = _time.perf_counter()
-            qvec = emb.embed_query(query)  # outside the store's lock: it is the slow part
-            self.last_query_embed_s = _time.perf_counter() - t0
+        qvec = self._embed_query(query)  # outside the store's lock: it is the slow part
         with self._tx():
             now_us = self._now_us()
-            store = self._s.store
-            vec: list[tuple[Match, float]] = []
-            if qvec is not None:
-                vec = store.vector_matches(self._ns, qvec, max(cfg.vector_pool, k), max_tier, kinds)
-                if not vec:
-                    qvec = None  # nothing embedded yet: text alone
-            if terms:
-                pool = max(cfg.candidate_pool, 4 * k)
-                cands = store.text_matches(self._ns, " ".join(terms), max_tier, pool, kinds)
-            elif qvec is not None:
-                cands = []
-            else:
-                cands = [
-                    Match(n.id, 0.0, n.key, n.pinned, int(n.tier))
-                    for n in store.top_by_key(self._ns, max_tier, k, kinds)
-                ]
+            vec, qvec = self._vector_candidates(qvec, k, max_tier, kinds)
+            cands = self._text_candidates(terms, qvec, k, max_tier, kinds)
             if not cands and not vec:
                 return []
             known: dict[str, list[Link]] = {}
             ranked = self._rank(
                 cands, bool(terms), max_tier, set(kinds), k, now_us, known, vec, qvec
             )[:k]
-            found = store.get_nodes(self._ns, [c.id for c in ranked])
+            found = self._s.store.get_nodes(self._ns, [c.id for c in ranked])
             chosen = [(c, found[c.id]) for c in ranked if c.id in found]
             nodes = {n.id: n for _, n in chosen}
-            # the spreading sources' links are known already: read only the others'
-            h = cfg.half_life_us
-            rest = [i for i in nodes if i not in known]
-            links = self._s.store.strongest_links(
-                self._ns, rest, now_us, h, cfg.live_link_min, 10 * len(rest)
-            )
-            links += [
-                link
-                for i in nodes
-                for link in known.get(i, [])
-                if link.weight * scoring.decay(now_us - link.reinforced_us, h) >= cfg.live_link_min
-            ]
-            by_node: dict[str, list[Link]] = {}
-            for link in links:
-                by_node.setdefault(link.node_id, []).append(link)
+            by_node = self._live_links(nodes, known, now_us)
             hits = [
                 self._hit(c, n, terms, by_node.get(n.id, []), now_us, ranked) for c, n in chosen
             ]
             if reinforce:
-                shares = {
-                    n.id: scoring.reinforce_share(rank, cfg)
-                    * (cfg.superseded_weight if c.superseded_by else 1.0)
-                    for rank, (c, n) in enumerate(chosen)
-                }
-                used = {i: n for i, n in nodes.items() if shares[i] >= cfg.reinforce_min_share}
-                caps = {c.id: Tier.WARM for c, _ in chosen if c.superseded_by}
-                if used:
-                    self._mark_read(used, now_us, shares, caps)
+                self._reinforce_hits(chosen, nodes, now_us)
             return hits
+
+    def _embed_query(self, query: str) -> Any:
+        """The query's vector (None without an embedder, a vector weight or words); the time it
+        took is kept in ``last_query_embed_s``."""
+        cfg = self._s.config
+        self.last_query_embed_s = 0.0
+        emb = self._s.embedder
+        if emb is not None and cfg.vector_weight > 0 and query.strip():
+            import time as _time
+
+            t0 = _time.perf_counter()
+            qvec = emb.embed_query(query)
+            self.last_query_embed_s = _time.perf_counter() - t0
+            return qvec
+        return None
+
+    def _vector_candidates(
+        self, qvec: Any, k: int, max_tier: Tier, kinds: Sequence[str]
+    ) -> tuple[list[tuple[Match, float]], Any]:
+        """The vector index's candidates for ``qvec`` and the query vector to fuse with (None
+        when nothing is embedded yet: recall then ranks on text alone)."""
+        if qvec is None:
+            return [], None
+        cfg = self._s.config
+        vec = self._s.store.vector_matches(self._ns, qvec, max(cfg.vector_pool, k), max_tier, kinds)
+        return vec, (qvec if vec else None)
+
+    def _text_candidates(
+        self, terms: list[str], qvec: Any, k: int, max_tier: Tier, kinds: Sequence[str]
+    ) -> list[Match]:
+        """The full-text index's candidates for ``terms``; a query without words (and without
+        a vector) takes the ``k`` most active memories instead."""
+        store = self._s.store
+        if terms:
+            pool = max(self._s.config.candidate_pool, 4 * k)
+            return store.text_matches(self._ns, " ".join(terms), max_tier, pool, kinds)
+        if qvec is not None:
+            return []
+        return [
+            Match(n.id, 0.0, n.key, n.pinned, int(n.tier))
+            for n in store.top_by_key(self._ns, max_tier, k, kinds)
+        ]
+
+    def _live_links(
+        self, nodes: dict[str, Node], known: dict[str, list[Link]], now_us: int
+    ) -> dict[str, list[Link]]:
+        """The hits' strongest live links, by hit: the spreading sources' links are known
+        already (``known``), only the others' are read."""
+        cfg = self._s.config
+        h = cfg.half_life_us
+        rest = [i for i in nodes if i not in known]
+        links = self._s.store.strongest_links(
+            self._ns, rest, now_us, h, cfg.live_link_min, 10 * len(rest)
+        )
+        links += [
+            link
+            for i in nodes
+            for link in known.get(i, [])
+            if link.weight * scoring.decay(now_us - link.reinforced_us, h) >= cfg.live_link_min
+        ]
+        by_node: dict[str, list[Link]] = {}
+        for link in links:
+            by_node.setdefault(link.node_id, []).append(link)
+        return by_node
+
+    def _reinforce_hits(
+        self, chosen: list[tuple[_Candidate, Node]], nodes: dict[str, Node], now_us: int
+    ) -> None:
+        """Reinforce what recall returns: the top hit fully, the tail (and superseded hits)
+        less, none below ``reinforce_min_share``; a superseded hit is lifted no higher than
+        warm."""
+        cfg = self._s.config
+        shares = {
+            n.id: scoring.reinforce_share(rank, cfg)
+            * (cfg.superseded_weight if c.superseded_by else 1.0)
+            for rank, (c, n) in enumerate(chosen)
+        }
+        used = {i: n for i, n in nodes.items() if shares[i] >= cfg.reinforce_min_share}
+        caps = {c.id: Tier.WARM for c, _ in chosen if c.superseded_by}
+        if used:
+            self._mark_read(used, now_us, shares, caps)
 
     def _rank(
         self,
@@ -159,25 +182,8 @@ class RecallMixin(BrainBase):
         """Recall's ranking of its text (and vector) candidates (see :meth:`recall`), best
         first. The links it reads for spreading are left in ``known`` (by memory id) for the
         explanations."""
-        cfg, store = self._s.config, self._s.store
-        top_text = max((m.score for m in matches), default=0.0) or 1.0
-        # Contrast: a match half as strong as the best counts 0.35 (text_contrast 1.5), so
-        # weak partial matches (one common word) stay below what strong matches spread.
-        cands = {
-            m.id: _Candidate(
-                m.id,
-                m.score,
-                (m.score / top_text) ** cfg.text_contrast if has_terms else 0.0,
-                m.key,
-                m.pinned,
-                m.tier,
-            )
-            for m in matches
-        }
-        for c in cands.values():
-            c.match = c.t_norm
-            if c.text_score > 0:
-                c.found.append("text")
+        cfg = self._s.config
+        cands = _from_matches(matches, has_terms, cfg)
         pool = max(cfg.vector_pool, k)
         fuse = _Fusion(cfg, qvec, vec, pool) if qvec is not None else None
         if fuse is not None:
@@ -192,76 +198,11 @@ class RecallMixin(BrainBase):
 
         def admit(ids: Iterable[str]) -> None:
             """Bring memories that matched no words in as candidates, if recall may see them."""
-            wanted = [i for i in dict.fromkeys(ids) if i not in cands]
-            if not wanted:
-                return
-            new = []
-            for m in store.matches_for(self._ns, wanted):
-                if m.tier <= max_tier and (not kinds or m.kind in kinds):
-                    cands[m.id] = _Candidate(m.id, 0.0, 0.0, m.key, m.pinned, m.tier)
-                    new.append(cands[m.id])
-            if fuse is not None and new:
-                fuse.apply(new)
+            self._admit(cands, ids, max_tier, kinds, fuse)
 
         # Query-time spreading: one hop from the strongest matches along live links.
         if (has_terms or fuse is not None) and cfg.spread_share > 0 and cfg.spread_sources > 0:
-            sources = sorted(
-                (c for c in cands.values() if c.match > 0), key=lambda c: (-c.match, c.id)
-            )[: cfg.spread_sources]
-            h = cfg.half_life_us
-            links = store.strongest_links(
-                self._ns,
-                [c.id for c in sources],
-                now_us,
-                h,
-                cfg.spread_link_min,
-                16 * len(sources),
-            )
-            if len(links) < 16 * len(sources):  # every link of every source
-                for c in sources:
-                    known[c.id] = []
-                for link in links:
-                    known[link.node_id].append(link)
-            # A link passes its share damped by its decay relative to the source's strongest
-            # link: a stale association of a live memory passes little, and an old
-            # conversation's links pass as much as when they were fresh.
-            decayed = [
-                (link, link.weight * scoring.decay(now_us - link.reinforced_us, h))
-                for link in links
-            ]
-            strongest: dict[str, float] = {}
-            for link, dw in decayed:
-                strongest[link.node_id] = max(strongest.get(link.node_id, 0.0), dw)
-            gains: dict[str, list[tuple[float, str]]] = {}
-            for link, dw in decayed:
-                top = strongest[link.node_id]
-                damp = dw / top if top > 0 else 1.0
-                gain = cfg.spread_share * cands[link.node_id].match * damp
-                gains.setdefault(link.other_id, []).append((gain, link.node_id))
-            # A memory that matched no words is worth bringing in only if what it receives
-            # could lift it into the top k (text scores only grow from here).
-            mx0 = self._ref_key() or max(c.key for c in cands.values())
-            floor = (
-                sorted(
-                    (
-                        scoring.blend(c.match, scoring.ratio(c.key, mx0), cfg)
-                        for c in cands.values()
-                    ),
-                    reverse=True,
-                )[min(k, len(cands)) - 1]
-                if len(cands) >= k
-                else 0.0
-            )
-            admit(
-                i
-                for i, got in gains.items()
-                if i in cands or scoring.blend(sum(g for g, _ in got), 1.0, cfg) > floor
-            )
-            for i, got in gains.items():
-                if i in cands:
-                    got.sort(key=lambda g: (-g[0], g[1]))
-                    cands[i].spread = sum(g for g, _ in got)
-                    cands[i].spread_from = list(dict.fromkeys(s for _, s in got))
+            self._spread(cands, k, now_us, known, admit)
 
         # Normalise activation as tiers do; before the first reference exists, by the best
         # candidate.
@@ -271,9 +212,92 @@ class RecallMixin(BrainBase):
             c.score = scoring.blend(c.match + c.spread, c.a_norm, cfg) * scoring.tier_prior(
                 c.tier, cfg
             )
+        self._supersede(cands, k, mx, admit)
+        return sorted(cands.values(), key=lambda c: (-c.score, c.id))
 
-        # Supersession: among the best candidates, a replaced memory sinks below its
-        # replacement (brought in if it matched nothing) and loses part of its score.
+    def _admit(
+        self,
+        cands: dict[str, _Candidate],
+        ids: Iterable[str],
+        max_tier: Tier,
+        kinds: set[str],
+        fuse: _Fusion | None,
+    ) -> None:
+        """Bring the memories ``ids`` that matched no words into ``cands``, if recall may see
+        them (tier and kind), fused with the query vector when there is one."""
+        wanted = [i for i in dict.fromkeys(ids) if i not in cands]
+        if not wanted:
+            return
+        new = []
+        for m in self._s.store.matches_for(self._ns, wanted):
+            if m.tier <= max_tier and (not kinds or m.kind in kinds):
+                cands[m.id] = _Candidate(m.id, 0.0, 0.0, m.key, m.pinned, m.tier)
+                new.append(cands[m.id])
+        if fuse is not None and new:
+            fuse.apply(new)
+
+    def _spread(
+        self,
+        cands: dict[str, _Candidate],
+        k: int,
+        now_us: int,
+        known: dict[str, list[Link]],
+        admit: Callable[[Iterable[str]], None],
+    ) -> None:
+        """Query-time spreading: the strongest matches pass part of their match one hop along
+        their live links; a memory that matched nothing is admitted only if what it receives
+        could lift it into the top ``k``. The sources' links are left in ``known``."""
+        cfg, store = self._s.config, self._s.store
+        sources = sorted(
+            (c for c in cands.values() if c.match > 0), key=lambda c: (-c.match, c.id)
+        )[: cfg.spread_sources]
+        h = cfg.half_life_us
+        links = store.strongest_links(
+            self._ns,
+            [c.id for c in sources],
+            now_us,
+            h,
+            cfg.spread_link_min,
+            16 * len(sources),
+        )
+        if len(links) < 16 * len(sources):  # every link of every source
+            for c in sources:
+                known[c.id] = []
+            for link in links:
+                known[link.node_id].append(link)
+        gains = _spread_gains(cands, links, now_us, cfg)
+        # A memory that matched no words is worth bringing in only if what it receives
+        # could lift it into the top k (text scores only grow from here).
+        mx0 = self._ref_key() or max(c.key for c in cands.values())
+        floor = (
+            sorted(
+                (scoring.blend(c.match, scoring.ratio(c.key, mx0), cfg) for c in cands.values()),
+                reverse=True,
+            )[min(k, len(cands)) - 1]
+            if len(cands) >= k
+            else 0.0
+        )
+        admit(
+            i
+            for i, got in gains.items()
+            if i in cands or scoring.blend(sum(g for g, _ in got), 1.0, cfg) > floor
+        )
+        for i, got in gains.items():
+            if i in cands:
+                got.sort(key=lambda g: (-g[0], g[1]))
+                cands[i].spread = sum(g for g, _ in got)
+                cands[i].spread_from = list(dict.fromkeys(s for _, s in got))
+
+    def _supersede(
+        self,
+        cands: dict[str, _Candidate],
+        k: int,
+        mx: float,
+        admit: Callable[[Iterable[str]], None],
+    ) -> None:
+        """Supersession: among the best candidates, a replaced memory sinks below its
+        replacement (brought in if it matched nothing) and loses part of its score."""
+        cfg = self._s.config
         order = sorted(cands.values(), key=lambda c: (-c.score, c.id))
         checked: set[str] = set()
         todo = [c.id for c in order[: max(3 * k, 30)]]
@@ -282,7 +306,7 @@ class RecallMixin(BrainBase):
             if not todo:
                 break
             checked.update(todo)
-            replaced = store.superseded_by(self._ns, todo)
+            replaced = self._s.store.superseded_by(self._ns, todo)
             admit(x for news in replaced.values() for x in news)
             todo = []
             for old, news in replaced.items():
@@ -304,7 +328,6 @@ class RecallMixin(BrainBase):
                 present = [cands[n].score for n in c.superseded_by if n in cands]
                 if present and c.score >= min(present):
                     c.score = min(present) * (1.0 - 1e-9)
-        return sorted(cands.values(), key=lambda c: (-c.score, c.id))
 
     def _hit(
         self,
@@ -499,3 +522,71 @@ def _ago(days: float) -> str:
     if days < 1:
         return f"{days * 24:.0f}h ago"
     return f"{days:.0f}d ago"
+
+
+def _recall_scope(
+    query: str, k: int, depth: int | None, include_archived: bool, kinds: Sequence[str]
+) -> tuple[list[str], Tier]:
+    """``recall``'s arguments checked: the kinds asked for and the deepest tier searched."""
+    if not isinstance(query, str):
+        raise InvalidInput("query must be a string", field="query")
+    if len(query) > MAX_TEXT_LEN:
+        raise InvalidInput(
+            f"query is {len(query):,} characters; the limit is {MAX_TEXT_LEN:,}", field="query"
+        )
+    _encodable(query, "query")
+    validate_k(k)
+    if depth is not None and (isinstance(depth, bool) or depth not in (1, 2, 3)):
+        raise InvalidInput(
+            f"depth must be 1 (hot), 2 (+warm) or 3 (+cold), got {depth!r}", field="depth"
+        )
+    wanted = [validate_kind(x, "kinds") for x in kinds]
+    max_tier = Tier.COLD if depth is None or include_archived or depth == 3 else Tier(depth)
+    return wanted, max_tier
+
+
+def _from_matches(matches: Sequence[Match], has_terms: bool, cfg: Config) -> dict[str, _Candidate]:
+    """The text matches as candidates, by id, their match normalised by the best one's."""
+    top_text = max((m.score for m in matches), default=0.0) or 1.0
+    # Contrast: a match half as strong as the best counts 0.35 (text_contrast 1.5), so
+    # weak partial matches (one common word) stay below what strong matches spread.
+    cands = {
+        m.id: _Candidate(
+            m.id,
+            m.score,
+            (m.score / top_text) ** cfg.text_contrast if has_terms else 0.0,
+            m.key,
+            m.pinned,
+            m.tier,
+        )
+        for m in matches
+    }
+    for c in cands.values():
+        c.match = c.t_norm
+        if c.text_score > 0:
+            c.found.append("text")
+    return cands
+
+
+def _spread_gains(
+    cands: dict[str, _Candidate], links: Sequence[Link], now_us: int, cfg: Config
+) -> dict[str, list[tuple[float, str]]]:
+    """What each memory receives along ``links`` from the spreading sources: (gain, source).
+
+    A link passes its share damped by its decay relative to the source's strongest link: a
+    stale association of a live memory passes little, and an old conversation's links pass as
+    much as when they were fresh."""
+    h = cfg.half_life_us
+    decayed = [
+        (link, link.weight * scoring.decay(now_us - link.reinforced_us, h)) for link in links
+    ]
+    strongest: dict[str, float] = {}
+    for link, dw in decayed:
+        strongest[link.node_id] = max(strongest.get(link.node_id, 0.0), dw)
+    gains: dict[str, list[tuple[float, str]]] = {}
+    for link, dw in decayed:
+        top = strongest[link.node_id]
+        damp = dw / top if top > 0 else 1.0
+        gain = cfg.spread_share * cands[link.node_id].match * damp
+        gains.setdefault(link.other_id, []).append((gain, link.node_id))
+    return gains
