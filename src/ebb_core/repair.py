@@ -112,12 +112,32 @@ def _open_raw(path: str, *, fts: bool = True) -> tuple[Any, Any]:
 def diagnose(path: str | Path) -> Report:
     """Check the embedded store at ``path`` (see the module docstring). Changes nothing but
     what Kùzu's own WAL replay does."""
-    from .kuzu_store import FTS_INDEX, INDEX_STATE, SCHEMA_VERSION
-
     p = Path(path).expanduser().absolute()
     report = Report(str(p))
     if not p.exists():
         raise NoStore(f"there is no Ebb store at {p}: nothing to check", path=str(p))
+    wal_size = _check_files(p, report)
+    if wal_size and not _room_to_replay(p, report):
+        return report
+    try:
+        db, conn = _open_raw(str(p), fts=False)
+    except StoreLocked:
+        raise
+    except RuntimeError as exc:
+        report.add("opens", False, f"Kùzu cannot open it: {exc} (`ebb repair` salvages it)")
+        return report
+    try:
+        report.add("opens", True, "Kùzu opens it")
+        _check_contents(conn, report)
+    finally:
+        conn.close()
+        db.close()
+    return report
+
+
+def _check_files(p: Path, report: Report) -> int:
+    """The files beside the store (a pending WAL, an interrupted checkpoint, the damaged
+    originals a rebuild kept), reported; returns the WAL's size."""
     wal, shadow = Path(f"{p}.wal"), Path(f"{p}.shadow")
     wal_size = wal.stat().st_size if wal.exists() else 0
     report.add(
@@ -138,75 +158,75 @@ def diagnose(path: str | Path) -> Report:
             f"{len(kept)} damaged original(s) kept beside it after a rebuild ({size >> 20} MiB, "
             f"e.g. {kept[-1].name}): delete them once you have checked the store",
         )
-    if wal_size:
-        from .kuzu_store import _room_for
+    return wal_size
 
-        free, need = _room_for(str(p), str(p.parent))
-        if free < need:  # replaying (which opening does) could fail half-way: do not try
-            report.add(
-                "room",
-                False,
-                f"{free >> 20} MiB free; replaying the WAL needs {need >> 20} MiB: free some "
-                "space, then run this again (nothing was opened or changed)",
-            )
-            return report
+
+def _room_to_replay(p: Path, report: Report) -> bool:
+    """Whether the disk has room to replay the WAL (which opening does); reported when not,
+    since a replay could then fail half-way."""
+    from .kuzu_store import _room_for
+
+    free, need = _room_for(str(p), str(p.parent))
+    if free < need:
+        report.add(
+            "room",
+            False,
+            f"{free >> 20} MiB free; replaying the WAL needs {need >> 20} MiB: free some "
+            "space, then run this again (nothing was opened or changed)",
+        )
+        return False
+    return True
+
+
+def _check_contents(conn: Any, report: Report) -> None:
+    """What an opened store holds: the text index loads, the schema and its version, the
+    rows of each table can be counted, and the text index covers them."""
+    from .kuzu_store import FTS_INDEX, INDEX_STATE, SCHEMA_VERSION
+
     try:
-        db, conn = _open_raw(str(p), fts=False)
-    except StoreLocked:
-        raise
+        conn.execute("LOAD EXTENSION fts")
     except RuntimeError as exc:
-        report.add("opens", False, f"Kùzu cannot open it: {exc} (`ebb repair` salvages it)")
-        return report
-    try:
-        report.add("opens", True, "Kùzu opens it")
+        report.add(
+            "text index",
+            False,
+            f"the full-text extension cannot load its index ({exc}): the rows are "
+            "readable; `ebb repair` (or opening it with Ebb) rebuilds the store from them",
+        )
+        fts_ok = False
+    else:
+        fts_ok = True
+    tables = {r[0] for r in _rows(conn, "CALL show_tables() RETURN name")}
+    missing = {"Memory", "Link", "Audit", "Meta"} - tables
+    report.add(
+        "schema",
+        not missing,
+        f"tables missing: {sorted(missing)}" if missing else "Memory, Link, Audit, Meta",
+    )
+    if missing:
+        return
+    meta = {r[0]: r[1] for r in _rows(conn, "MATCH (m:Meta) RETURN m.key, m.value")}
+    version = meta.get("schema_version")
+    report.add(
+        "schema version",
+        version == SCHEMA_VERSION,
+        f"{version!r} (this Ebb writes {SCHEMA_VERSION!r})",
+    )
+    for name, query in (
+        ("memories", "MATCH (m:Memory) RETURN count(*)"),
+        ("links", "MATCH ()-[e:Link]->() RETURN count(*)"),
+        ("audit entries", "MATCH (a:Audit) RETURN count(*)"),
+        ("namespaces", "MATCH (m:Memory) RETURN count(DISTINCT m.ns)"),
+    ):
         try:
-            conn.execute("LOAD EXTENSION fts")
+            report.counts[name] = int(_rows(conn, query)[0][0])
         except RuntimeError as exc:
-            report.add(
-                "text index",
-                False,
-                f"the full-text extension cannot load its index ({exc}): the rows are "
-                "readable; `ebb repair` (or opening it with Ebb) rebuilds the store from them",
-            )
-            fts_ok = False
-        else:
-            fts_ok = True
-        tables = {r[0] for r in _rows(conn, "CALL show_tables() RETURN name")}
-        missing = {"Memory", "Link", "Audit", "Meta"} - tables
-        report.add(
-            "schema",
-            not missing,
-            f"tables missing: {sorted(missing)}" if missing else "Memory, Link, Audit, Meta",
-        )
-        if missing:
-            return report
-        meta = {r[0]: r[1] for r in _rows(conn, "MATCH (m:Meta) RETURN m.key, m.value")}
-        version = meta.get("schema_version")
-        report.add(
-            "schema version",
-            version == SCHEMA_VERSION,
-            f"{version!r} (this Ebb writes {SCHEMA_VERSION!r})",
-        )
-        for name, query in (
-            ("memories", "MATCH (m:Memory) RETURN count(*)"),
-            ("links", "MATCH ()-[e:Link]->() RETURN count(*)"),
-            ("audit entries", "MATCH (a:Audit) RETURN count(*)"),
-            ("namespaces", "MATCH (m:Memory) RETURN count(DISTINCT m.ns)"),
-        ):
-            try:
-                report.counts[name] = int(_rows(conn, query)[0][0])
-            except RuntimeError as exc:
-                report.add(f"read {name}", False, f"cannot read them: {exc}")
-        report.add("rows", True, ", ".join(f"{v} {k}" for k, v in report.counts.items()))
-        if fts_ok:
-            try:
-                _check_index(conn, report, meta.get(INDEX_STATE), FTS_INDEX)
-            except RuntimeError as exc:
-                report.add("text index", False, f"cannot be read: {exc} (`ebb repair` mends it)")
-    finally:
-        conn.close()
-        db.close()
-    return report
+            report.add(f"read {name}", False, f"cannot read them: {exc}")
+    report.add("rows", True, ", ".join(f"{v} {k}" for k, v in report.counts.items()))
+    if fts_ok:
+        try:
+            _check_index(conn, report, meta.get(INDEX_STATE), FTS_INDEX)
+        except RuntimeError as exc:
+            report.add("text index", False, f"cannot be read: {exc} (`ebb repair` mends it)")
 
 
 def _check_index(conn: Any, report: Report, state: str | None, name: str) -> None:
