@@ -115,31 +115,8 @@ class KeysMixin(BrainBase):
         arrives at the next ``maintain``.
         Returns the change per node, for the store to apply (see :meth:`_adjust`).
         """
-        cfg, epoch, h = self._s.config, self._s.epoch_us, self._s.config.half_life_us
-
-        def term(weight: float, when: datetime | int | None) -> float:
-            if when is None:
-                return 0.0
-            at = when if isinstance(when, int) else to_us(when)
-            return float(scoring.term_key(weight, at, epoch, h))
-
-        db = dict.fromkeys(nodes, 0.0)
-        dd = dict.fromkeys(nodes, 0)
-        for x, at in (read or {}).items():
-            db[x] += term(cfg.read_bonus, at) - term(cfg.read_bonus, nodes[x].last_read_at)
-        for e in new_edges:
-            for x in (e.src, e.dst):
-                db[x] += term(e.weight, e.reinforced_at)
-                dd[x] += 1
-        for old, new in changed:
-            delta = term(new.weight, new.reinforced_at) - term(old.weight, old.reinforced_at)
-            for x in (new.src, new.dst):
-                db[x] += delta
-        for e in removed:
-            for x in (e.src, e.dst):
-                if x not in gone:
-                    db[x] -= term(e.weight, e.reinforced_at)
-                    dd[x] -= 1
+        cfg = self._s.config
+        db, dd = self._base_deltas(nodes, read, new_edges, changed, removed, gone)
         old_share = {x: scoring.share(n.base_key, n.degree) for x, n in nodes.items()}
         new_share = {
             x: scoring.share(n.base_key + db[x], n.degree + dd[x]) for x, n in nodes.items()
@@ -170,6 +147,43 @@ class KeysMixin(BrainBase):
                 fields=extra,
             )
         return changes
+
+    def _base_deltas(
+        self,
+        nodes: Mapping[str, Node],
+        read: Mapping[str, int] | None,
+        new_edges: Sequence[Edge],
+        changed: Sequence[tuple[Edge, Edge]],
+        removed: Sequence[Edge],
+        gone: Collection[str],
+    ) -> tuple[dict[str, float], dict[str, int]]:
+        """Each node's change of base and of degree in one event (see :meth:`_plan`)."""
+        cfg, epoch, h = self._s.config, self._s.epoch_us, self._s.config.half_life_us
+
+        def term(weight: float, when: datetime | int | None) -> float:
+            if when is None:
+                return 0.0
+            at = when if isinstance(when, int) else to_us(when)
+            return float(scoring.term_key(weight, at, epoch, h))
+
+        db = dict.fromkeys(nodes, 0.0)
+        dd = dict.fromkeys(nodes, 0)
+        for x, at in (read or {}).items():
+            db[x] += term(cfg.read_bonus, at) - term(cfg.read_bonus, nodes[x].last_read_at)
+        for e in new_edges:
+            for x in (e.src, e.dst):
+                db[x] += term(e.weight, e.reinforced_at)
+                dd[x] += 1
+        for old, new in changed:
+            delta = term(new.weight, new.reinforced_at) - term(old.weight, old.reinforced_at)
+            for x in (new.src, new.dst):
+                db[x] += delta
+        for e in removed:
+            for x in (e.src, e.dst):
+                if x not in gone:
+                    db[x] -= term(e.weight, e.reinforced_at)
+                    dd[x] -= 1
+        return db, dd
 
     def _adjust(self, nodes: Mapping[str, Node], **event: Any) -> dict[str, float]:
         """Plan one event's score changes (:meth:`_plan`, same arguments) and apply them to

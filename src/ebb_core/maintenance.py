@@ -214,33 +214,55 @@ class MaintenanceMixin(BrainBase):
                 keep[k] = False
         extra: list[str] = []
         if replaced:
-            nodes = store.get_nodes(self._ns, list(replaced))
-            handled = set(frozen_ids)
-            planned: set[str] = set()
-            for k, i in enumerate(ids.tolist()):
-                if i not in replaced:
-                    continue
-                planned.add(i)
-                n = nodes.get(i)
-                if i in handled or n is None or n.pinned or to[k] > moves.from_tier[k]:
-                    continue  # handled above, not replaced, or a demotion
-                if moves.from_tier[k] == int(Tier.HOT):  # what was replaced leaves hot
-                    to[k] = int(Tier.WARM)
-                    reasons[i] = f"superseded by {', '.join(replaced[i])}"
-                else:  # and never rises
-                    keep[k] = False
-            for i, n in nodes.items():
-                if i not in planned and n.tier == Tier.HOT and not n.pinned:
-                    extra.append(i)
-                    reasons[i] = f"superseded by {', '.join(replaced[i])}"
+            extra = self._replaced_leave_hot(moves, to, keep, replaced, set(frozen_ids), reasons)
         out = TierMoveColumns(ids, moves.from_tier, to, moves.ratio).take(keep)
-        if extra:
-            more = np.empty(len(extra), dtype=object)
-            more[:] = extra
-            out = TierMoveColumns(
-                np.concatenate([out.ids, more]),
-                np.concatenate([out.from_tier, np.full(len(extra), int(Tier.HOT), np.int64)]),
-                np.concatenate([out.to_tier, np.full(len(extra), int(Tier.WARM), np.int64)]),
-                np.concatenate([out.ratio, np.ones(len(extra))]),
-            )
-        return out, reasons
+        return _with_hot_to_warm(out, extra), reasons
+
+    def _replaced_leave_hot(
+        self,
+        moves: TierMoveColumns,
+        to: Any,
+        keep: Any,
+        replaced: Mapping[str, list[str]],
+        handled: set[str],
+        reasons: dict[str, str],
+    ) -> list[str]:
+        """What was replaced leaves hot and never rises: ``to`` and ``keep`` are changed in
+        place for the superseded memories among ``moves`` (those not ``handled`` already), and
+        the ids of the superseded hot memories with no move yet are returned."""
+        nodes = self._s.store.get_nodes(self._ns, list(replaced))
+        planned: set[str] = set()
+        for k, i in enumerate(moves.ids.tolist()):
+            if i not in replaced:
+                continue
+            planned.add(i)
+            n = nodes.get(i)
+            if i in handled or n is None or n.pinned or to[k] > moves.from_tier[k]:
+                continue  # handled above, not replaced, or a demotion
+            if moves.from_tier[k] == int(Tier.HOT):  # what was replaced leaves hot
+                to[k] = int(Tier.WARM)
+                reasons[i] = f"superseded by {', '.join(replaced[i])}"
+            else:  # and never rises
+                keep[k] = False
+        extra = []
+        for i, n in nodes.items():
+            if i not in planned and n.tier == Tier.HOT and not n.pinned:
+                extra.append(i)
+                reasons[i] = f"superseded by {', '.join(replaced[i])}"
+        return extra
+
+
+def _with_hot_to_warm(out: TierMoveColumns, extra: list[str]) -> TierMoveColumns:
+    """``out`` with a hot-to-warm move added for each id of ``extra``."""
+    if not extra:
+        return out
+    import numpy as np
+
+    more = np.empty(len(extra), dtype=object)
+    more[:] = extra
+    return TierMoveColumns(
+        np.concatenate([out.ids, more]),
+        np.concatenate([out.from_tier, np.full(len(extra), int(Tier.HOT), np.int64)]),
+        np.concatenate([out.to_tier, np.full(len(extra), int(Tier.WARM), np.int64)]),
+        np.concatenate([out.ratio, np.ones(len(extra))]),
+    )
