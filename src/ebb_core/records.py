@@ -228,6 +228,28 @@ def read_columns(
     its nodes and edges use: a million memories with five million links parse in ~1 GB,
     where the whole file as one table took ~5 GB.
     """
+    nodes, edges, audits = _parse_tables(data)
+    n, m = nodes.num_rows, edges.num_rows
+    ns_nodes = _namespace_column(nodes, n, namespace)
+    if n:
+        _check_nodes(nodes, ns_nodes, namespace)
+    ns_edges = _namespace_column(edges, m, namespace)
+    if m:
+        _check_edges(edges, ns_edges, namespace)
+    return _node_columns(nodes, ns_nodes), _edge_columns(edges, ns_edges), audits
+
+
+_NODE_FIELDS = [
+    "id", "namespace", "kind", "text", "created_at", "updated_at", "last_read_at",
+    "pinned", "tier", "review_reason", "queued_at",
+]  # fmt: skip
+_EDGE_FIELDS = ["namespace", "src", "dst", "kind", "weight", "created_at", "reinforced_at"]
+
+
+def _parse_tables(data: bytes | str | os.PathLike[str]) -> tuple[Any, Any, list[int]]:
+    """The export's node and edge records as two Arrow tables (only the columns they use),
+    and the 0-based indices of its audit records among non-blank lines; parsed in pieces of
+    whole lines (see :func:`read_columns`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.json as pj
@@ -240,11 +262,6 @@ def read_columns(
         ("review_reason", pa.string()), ("queued_at", ts), ("src", pa.string()),
         ("dst", pa.string()), ("weight", pa.float64()), ("reinforced_at", ts),
     ]  # fmt: skip
-    node_fields = [
-        "id", "namespace", "kind", "text", "created_at", "updated_at", "last_read_at",
-        "pinned", "tier", "review_reason", "queued_at",
-    ]  # fmt: skip
-    edge_fields = ["namespace", "src", "dst", "kind", "weight", "created_at", "reinforced_at"]
     node_parts, edge_parts, audits = [], [], []
     rows = headers = 0
     for chunk in _line_chunks(data):
@@ -259,85 +276,130 @@ def read_columns(
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise SlowPath(str(exc)) from None
         del chunk
-        if "props" in table.column_names:
-            props_type = table.schema.field("props").type
-            if not (pa.types.is_struct(props_type) and props_type.num_fields == 0) and not (
-                pa.types.is_null(props_type)
-            ):
-                raise SlowPath("records carry props")
+        headers += _check_piece(table, headers, rows)
         kinds = table["type"]
-        known = pc.is_in(kinds, value_set=pa.array(["node", "edge", "audit", "ebb-export"]))
-        if not pc.all(pc.fill_null(known, False)).as_py():
-            raise SlowPath("unknown record type")
-        header = pc.equal(kinds, "ebb-export")
-        found = pc.sum(pc.cast(pc.fill_null(header, False), pa.int64())).as_py() or 0
-        if found and (headers or rows or kinds[0].as_py() != "ebb-export"):
-            raise SlowPath("header not first")
-        headers += found
-        if headers > 1:
-            raise SlowPath("header not first")
-        node_parts.append(table.filter(pc.equal(kinds, "node")).select(node_fields))
-        edge_parts.append(table.filter(pc.equal(kinds, "edge")).select(edge_fields))
+        node_parts.append(table.filter(pc.equal(kinds, "node")).select(_NODE_FIELDS))
+        edge_parts.append(table.filter(pc.equal(kinds, "edge")).select(_EDGE_FIELDS))
         at = pc.indices_nonzero(pc.fill_null(pc.equal(kinds, "audit"), False)).to_pylist()
         audits += [rows + i for i in at]
         rows += table.num_rows
         del table, kinds
     if not node_parts:
         raise SlowPath("no records")
-    nodes, edges = pa.concat_tables(node_parts), pa.concat_tables(edge_parts)
-    del node_parts, edge_parts
+    return pa.concat_tables(node_parts), pa.concat_tables(edge_parts), audits
 
-    def require(ok: Any) -> None:
-        if not pc.all(pc.fill_null(ok, False)).as_py():
-            raise SlowPath("invalid value")
+
+def _check_piece(table: Any, headers: int, rows: int) -> int:
+    """How many headers one parsed piece holds; :class:`SlowPath` for what the fast path does
+    not take (props, unknown record types, a header anywhere but first)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if "props" in table.column_names:
+        props_type = table.schema.field("props").type
+        if not (pa.types.is_struct(props_type) and props_type.num_fields == 0) and not (
+            pa.types.is_null(props_type)
+        ):
+            raise SlowPath("records carry props")
+    kinds = table["type"]
+    known = pc.is_in(kinds, value_set=pa.array(["node", "edge", "audit", "ebb-export"]))
+    if not pc.all(pc.fill_null(known, False)).as_py():
+        raise SlowPath("unknown record type")
+    header = pc.equal(kinds, "ebb-export")
+    found = int(pc.sum(pc.cast(pc.fill_null(header, False), pa.int64())).as_py() or 0)
+    if found and (headers or rows or kinds[0].as_py() != "ebb-export"):
+        raise SlowPath("header not first")
+    if headers + found > 1:
+        raise SlowPath("header not first")
+    return found
+
+
+def _require(ok: Any) -> None:
+    """:class:`SlowPath` unless every value of the Arrow boolean column ``ok`` is true."""
+    import pyarrow.compute as pc
+
+    if not pc.all(pc.fill_null(ok, False)).as_py():
+        raise SlowPath("invalid value")
+
+
+def _namespace_column(table: Any, rows: int, namespace: str | None) -> Any:
+    """The records' namespaces: ``namespace`` for every row when given, else their own."""
+    import pyarrow as pa
+
+    return pa.array([namespace] * rows, pa.string()) if namespace else table["namespace"]
+
+
+def _check_nodes(nodes: Any, ns_nodes: Any, namespace: str | None) -> None:
+    """The node records checked column-wise by the rules of :mod:`.validation`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
     kind_re, ctrl_re = KIND_PATTERN, CONTROL_PATTERN  # the rules of .validation, in Arrow
+    for col in ("id", "kind", "text", "created_at", "updated_at"):
+        _require(pc.is_valid(nodes[col]))
+    if not namespace:
+        _require(pc.is_valid(ns_nodes))
+    _require(pc.match_substring_regex(nodes["kind"], kind_re))
+    _require(pc.less_equal(pc.utf8_length(nodes["id"]), MAX_ID_LEN))
+    _require(pc.invert(pc.match_substring_regex(nodes["id"], ctrl_re)))
+    _require(pc.invert(pc.match_substring_regex(nodes["id"], r"[\s\p{Z}]")))
+    unusual = pc.filter(nodes["id"], pc.invert(pc.string_is_ascii(nodes["id"])))
+    if any(id_problem(i) for i in unusual.to_pylist() if i is not None):
+        raise SlowPath("invalid id")  # the line-by-line path names the line
+    _require(pc.less_equal(pc.utf8_length(nodes["text"]), MAX_TEXT_LEN))
+    _require(pc.greater(pc.utf8_length(pc.utf8_trim_whitespace(nodes["text"])), 0))
+    _require(pc.is_in(pc.fill_null(nodes["tier"], 1), value_set=pa.array([1, 2, 3, 4])))
+
+
+def _check_edges(edges: Any, ns_edges: Any, namespace: str | None) -> None:
+    """The edge records checked column-wise by the rules of :mod:`.validation`."""
+    import pyarrow.compute as pc
+
+    for col in ("src", "dst", "created_at", "reinforced_at"):
+        _require(pc.is_valid(edges[col]))
+    if not namespace:
+        _require(pc.is_valid(ns_edges))
+    _require(pc.match_substring_regex(pc.fill_null(edges["kind"], "related"), KIND_PATTERN))
+    weight = pc.fill_null(edges["weight"], 1.0)
+    _require(pc.and_(pc.greater(weight, 0.0), pc.less_equal(weight, MAX_WEIGHT)))
+    _require(pc.not_equal(edges["src"], edges["dst"]))
+
+
+def _us(col: Any) -> Any:
+    """An Arrow timestamp column as integer microseconds."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.cast(col, pa.int64())
+
+
+def _node_columns(nodes: Any, ns_nodes: Any) -> Columns:
+    """The node records as the columns a store's bulk insert takes."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     n = nodes.num_rows
-    ns_nodes = pa.array([namespace] * n, pa.string()) if namespace else nodes["namespace"]
-    if n:
-        for col in ("id", "kind", "text", "created_at", "updated_at"):
-            require(pc.is_valid(nodes[col]))
-        if not namespace:
-            require(pc.is_valid(ns_nodes))
-        require(pc.match_substring_regex(nodes["kind"], kind_re))
-        require(pc.less_equal(pc.utf8_length(nodes["id"]), MAX_ID_LEN))
-        require(pc.invert(pc.match_substring_regex(nodes["id"], ctrl_re)))
-        require(pc.invert(pc.match_substring_regex(nodes["id"], r"[\s\p{Z}]")))
-        unusual = pc.filter(nodes["id"], pc.invert(pc.string_is_ascii(nodes["id"])))
-        if any(id_problem(i) for i in unusual.to_pylist() if i is not None):
-            raise SlowPath("invalid id")  # the line-by-line path names the line
-        require(pc.less_equal(pc.utf8_length(nodes["text"]), MAX_TEXT_LEN))
-        require(pc.greater(pc.utf8_length(pc.utf8_trim_whitespace(nodes["text"])), 0))
-        require(pc.is_in(pc.fill_null(nodes["tier"], 1), value_set=pa.array([1, 2, 3, 4])))
-    m = edges.num_rows
-    ns_edges = pa.array([namespace] * m, pa.string()) if namespace else edges["namespace"]
-    if m:
-        for col in ("src", "dst", "created_at", "reinforced_at"):
-            require(pc.is_valid(edges[col]))
-        if not namespace:
-            require(pc.is_valid(ns_edges))
-        require(pc.match_substring_regex(pc.fill_null(edges["kind"], "related"), kind_re))
-        weight = pc.fill_null(edges["weight"], 1.0)
-        require(pc.and_(pc.greater(weight, 0.0), pc.less_equal(weight, MAX_WEIGHT)))
-        require(pc.not_equal(edges["src"], edges["dst"]))
-
-    def us(col: Any) -> Any:
-        return pc.cast(col, pa.int64())
-
-    node_cols: Columns = {
+    return {
         "namespace": ns_nodes, "id": nodes["id"], "kind": nodes["kind"], "text": nodes["text"],
-        "props": pa.array(["{}"] * n, pa.string()), "created_us": us(nodes["created_at"]),
-        "updated_us": us(nodes["updated_at"]), "last_read_us": us(nodes["last_read_at"]),
+        "props": pa.array(["{}"] * n, pa.string()), "created_us": _us(nodes["created_at"]),
+        "updated_us": _us(nodes["updated_at"]), "last_read_us": _us(nodes["last_read_at"]),
         "pinned": pc.fill_null(nodes["pinned"], False), "tier": pc.fill_null(nodes["tier"], 1),
-        "review_reason": nodes["review_reason"], "queued_us": us(nodes["queued_at"]),
+        "review_reason": nodes["review_reason"], "queued_us": _us(nodes["queued_at"]),
     }  # fmt: skip
-    edge_cols: Columns = {
+
+
+def _edge_columns(edges: Any, ns_edges: Any) -> Columns:
+    """The edge records as the columns a store's bulk insert takes."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    m = edges.num_rows
+    return {
         "namespace": ns_edges, "src": edges["src"], "dst": edges["dst"],
         "kind": pc.fill_null(edges["kind"], "related"),
-        "weight": pc.fill_null(edges["weight"], 1.0), "created_us": us(edges["created_at"]),
-        "reinforced_us": us(edges["reinforced_at"]), "props": pa.array(["{}"] * m, pa.string()),
+        "weight": pc.fill_null(edges["weight"], 1.0), "created_us": _us(edges["created_at"]),
+        "reinforced_us": _us(edges["reinforced_at"]), "props": pa.array(["{}"] * m, pa.string()),
     }  # fmt: skip
-    return node_cols, edge_cols, audits
 
 
 # -- stored rows: how both backends keep a Node (times in µs, props as JSON text) ----------------
