@@ -415,3 +415,20 @@ def test_a_killed_import_is_reported_at_open_and_can_be_discarded(
         assert store.counts("big").edges == 2 * 2999 - 2
     finally:
         store.close()
+
+
+def test_existing_ids_of_many_ids_looks_at_the_namespace_first(
+    neo4j_uri: str, clock: FixedClock
+) -> None:
+    """More ids than a batch: an empty namespace answers at once, one with memories is still
+    searched id by id (and another namespace's memories never count)."""
+    store = Neo4jStore(neo4j_uri, batch_size=2)
+    try:
+        Brain(store, namespace="full", clock=clock).remember("here", id="note:b")
+        ids = ["note:a", "note:b", "note:c"]
+        assert store.existing_ids("empty", ids) == set()
+        assert store.existing_ids("full", ids) == {"note:b"}
+        Brain(store, namespace="empty", clock=clock).remember("now here", id="note:c")
+        assert store.existing_ids("empty", ids) == {"note:c"}
+    finally:
+        store.close()
