@@ -266,6 +266,25 @@ def serve(
         reinforcement_delay=reinforcement_delay,
     )
     server = build_server(access)
+    mode = _holding_mode(access)
+    where = _check_store(access)
+    # What is loaded by now (the SDK, pydantic's validators, the open store) lives as long as
+    # the server: kept out of the collector's full passes, which otherwise walk all of it now
+    # and then in the middle of a call (measured: 170 ms, against a 5 ms recall).
+    gc.collect()
+    gc.freeze()
+    if transport == "stdio":
+        _note(f"ebb mcp: serving {where} (namespace {access.namespace!r}) over stdio; {mode}")
+        try:
+            server.run("stdio")
+        finally:
+            access.close()
+        return
+    _serve_http(server, access, host, port, where, mode)
+
+
+def _holding_mode(access: StoreAccess) -> str:
+    """How the server holds the store between calls, as its start-up line says it."""
     if access.hold:
         mode = "holding the connection"
     elif access.idle_release > 0:
@@ -279,29 +298,30 @@ def serve(
         mode += (
             f"; what recall reinforces is written within {access.reinforcement_delay:g} s, grouped"
         )
+    return mode
+
+
+def _check_store(access: StoreAccess) -> str:
+    """Where the store is, once opened (a bad path fails here). A store another process holds
+    is served anyway: each call waits for it, and says so if it stays busy."""
     try:
-        where = access.check(wait=STARTUP_WAIT)
+        return access.check(wait=STARTUP_WAIT)
     except StoreLocked:
         # Another process (a person's `ebb` command, another server) holds the embedded store.
-        # Serve anyway: each call waits for the store, and says so if it stays busy.
         where = access.location.removeprefix("at ")
         _note(
             f"ebb mcp: the store at {where} is busy (another process holds it); serving "
             f"anyway: each call waits up to {access.wait:g} s for it and answers with a "
             "'busy' tool error if it is still held"
         )
-    # What is loaded by now (the SDK, pydantic's validators, the open store) lives as long as
-    # the server: kept out of the collector's full passes, which otherwise walk all of it now
-    # and then in the middle of a call (measured: 170 ms, against a 5 ms recall).
-    gc.collect()
-    gc.freeze()
-    if transport == "stdio":
-        _note(f"ebb mcp: serving {where} (namespace {access.namespace!r}) over stdio; {mode}")
-        try:
-            server.run("stdio")
-        finally:
-            access.close()
-        return
+        return where
+
+
+def _serve_http(
+    server: MCPServer[Any], access: StoreAccess, host: str, port: int, where: str, mode: str
+) -> None:
+    """Serve over streamable HTTP at ``http://HOST:PORT/mcp`` until the process is stopped
+    (warning when the address is not loopback: the server has no authentication)."""
     if host not in ("127.0.0.1", "localhost", "::1"):
         _note(
             f"ebb mcp: warning: listening on {host}; the server has no authentication, so "
@@ -323,56 +343,80 @@ def _note(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _options(*options: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """The ``click`` options given, applied as a group (shown in ``--help`` in this order)."""
+
+    def apply(fn: Any) -> Any:
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+
+    return apply
+
+
+#: where the server listens
+_transport_options = _options(
+    click.option(
+        "--transport",
+        type=click.Choice(["stdio", "http"]),
+        default="stdio",
+        show_default=True,
+        help="stdio for a client that starts the server; http for streamable HTTP.",
+    ),
+    click.option(
+        "--host",
+        default="127.0.0.1",
+        show_default=True,
+        help="HTTP only: interface to listen on (no authentication: keep it on loopback).",
+    ),
+    click.option(
+        "--port",
+        type=click.IntRange(1, 65535),
+        default=8000,
+        show_default=True,
+        help="HTTP only: port; the endpoint is http://HOST:PORT/mcp.",
+    ),
+)
+
+#: how long calls wait for the store and how it is held between them
+_holding_options = _options(
+    click.option(
+        "--wait",
+        type=click.FloatRange(min=0),
+        default=DEFAULT_WAIT,
+        show_default=True,
+        envvar="EBB_MCP_WAIT",
+        help="Seconds a tool call waits while a person's ebb command holds the store "
+        "(EBB_MCP_WAIT).",
+    ),
+    click.option(
+        "--idle-release",
+        type=click.FloatRange(min=0),
+        default=DEFAULT_IDLE_RELEASE,
+        show_default=True,
+        envvar="EBB_MCP_IDLE_RELEASE",
+        help="Embedded store: seconds without a call before the server lets go of the store; 0 "
+        "opens it for each call only (EBB_MCP_IDLE_RELEASE). An ebb command that needs the store "
+        "gets it after the current call either way.",
+    ),
+    click.option(
+        "--reinforcement-delay",
+        type=click.FloatRange(min=0, max=3600),
+        default=DEFAULT_REINFORCEMENT_DELAY,
+        show_default=True,
+        envvar="EBB_REINFORCEMENT_DELAY",
+        help="Seconds what recall reinforces may wait to be written, grouped with other writes "
+        "(it counts for the next recall at once); 0 writes it with each recall "
+        "(EBB_REINFORCEMENT_DELAY). A crash loses at most this much reinforcement, never a "
+        "memory.",
+    ),
+)
+
+
 @click.command("mcp")
-@click.option(
-    "--transport",
-    type=click.Choice(["stdio", "http"]),
-    default="stdio",
-    show_default=True,
-    help="stdio for a client that starts the server; http for streamable HTTP.",
-)
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="HTTP only: interface to listen on (no authentication: keep it on loopback).",
-)
-@click.option(
-    "--port",
-    type=click.IntRange(1, 65535),
-    default=8000,
-    show_default=True,
-    help="HTTP only: port; the endpoint is http://HOST:PORT/mcp.",
-)
+@_transport_options
 @store_options
-@click.option(
-    "--wait",
-    type=click.FloatRange(min=0),
-    default=DEFAULT_WAIT,
-    show_default=True,
-    envvar="EBB_MCP_WAIT",
-    help="Seconds a tool call waits while a person's ebb command holds the store (EBB_MCP_WAIT).",
-)
-@click.option(
-    "--idle-release",
-    type=click.FloatRange(min=0),
-    default=DEFAULT_IDLE_RELEASE,
-    show_default=True,
-    envvar="EBB_MCP_IDLE_RELEASE",
-    help="Embedded store: seconds without a call before the server lets go of the store; 0 "
-    "opens it for each call only (EBB_MCP_IDLE_RELEASE). An ebb command that needs the store "
-    "gets it after the current call either way.",
-)
-@click.option(
-    "--reinforcement-delay",
-    type=click.FloatRange(min=0, max=3600),
-    default=DEFAULT_REINFORCEMENT_DELAY,
-    show_default=True,
-    envvar="EBB_REINFORCEMENT_DELAY",
-    help="Seconds what recall reinforces may wait to be written, grouped with other writes "
-    "(it counts for the next recall at once); 0 writes it with each recall "
-    "(EBB_REINFORCEMENT_DELAY). A crash loses at most this much reinforcement, never a memory.",
-)
+@_holding_options
 @click.pass_context
 def mcp_command(
     ctx: click.Context,
