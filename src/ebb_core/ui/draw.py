@@ -12,7 +12,7 @@ reaches the SVG, so the page can insert the result as markup.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from xml.sax.saxutils import escape, quoteattr
@@ -294,13 +294,7 @@ def decay_svg(
             'role="img"><text x="20" y="45" class="empty">Choose memories to chart.</text></svg>'
         )
     t0, t1 = int(series[0].times_us[0]), int(series[0].times_us[-1])
-    lines = [reference * r for _, r in cuts if reference * r > 0]
-    positive = np.concatenate([s.values[s.values > 0] for s in series] + [np.asarray(lines)])
-    lo = float(positive.min()) if len(positive) else 1e-3
-    hi = float(positive.max()) if len(positive) else 1.0
-    ylo, yhi = math.floor(math.log10(max(lo, 1e-12))), math.ceil(math.log10(max(hi, 1e-12)))
-    if yhi <= ylo:
-        yhi = ylo + 1
+    ylo, yhi = _decades(series, [reference * r for _, r in cuts if reference * r > 0])
     plot_w, plot_h = width - left - right, height - top - bottom
 
     def x_of(t: float) -> float:
@@ -344,23 +338,47 @@ def decay_svg(
             f"{escape(name)} ≥ {ratio:g}×ref</text>"
         )
     for i, s in enumerate(series):
-        colour = SERIES_COLOURS[i % len(SERIES_COLOURS)]
-        pts = " ".join(
-            f"{x_of(float(t)):.1f},{y_of(float(v)):.1f}"
-            for t, v in zip(s.times_us, s.values, strict=True)
-            if v > 0
-        )
-        label = escape(_short(s.id, 30))
-        lx = left + (i % 3) * (plot_w / 3)
-        ly = top + plot_h + 44 + 18 * (i // 3)
-        parts.append(
-            f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2.2" '
-            f'class="series" data-id={quoteattr(s.id)}><title>{escape(s.id)}</title></polyline>'
-            f'<rect x="{lx:.0f}" y="{ly - 5:.0f}" width="14" height="4" fill="{colour}"/>'
-            f'<text x="{lx + 20:.0f}" y="{ly:.0f}" class="legend">{label} ({s.tier.label})</text>'
-        )
+        parts.append(_series_line(i, s, x_of, y_of, left + (i % 3) * (plot_w / 3), top + plot_h))
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _decades(series: Sequence[Series], lines: list[float]) -> tuple[int, int]:
+    """The powers of ten the chart's log scale runs between, to hold every positive value of
+    ``series`` and every cut in ``lines`` (at least one decade)."""
+    positive = np.concatenate([s.values[s.values > 0] for s in series] + [np.asarray(lines)])
+    lo = float(positive.min()) if len(positive) else 1e-3
+    hi = float(positive.max()) if len(positive) else 1.0
+    ylo, yhi = math.floor(math.log10(max(lo, 1e-12))), math.ceil(math.log10(max(hi, 1e-12)))
+    if yhi <= ylo:
+        yhi = ylo + 1
+    return ylo, yhi
+
+
+def _series_line(
+    i: int,
+    s: Series,
+    x_of: Callable[[float], float],
+    y_of: Callable[[float], float],
+    lx: float,
+    plot_bottom: float,
+) -> str:
+    """The ``i``-th series' line on the chart and its entry in the legend (at ``lx``, in rows of
+    three below the plot)."""
+    colour = SERIES_COLOURS[i % len(SERIES_COLOURS)]
+    pts = " ".join(
+        f"{x_of(float(t)):.1f},{y_of(float(v)):.1f}"
+        for t, v in zip(s.times_us, s.values, strict=True)
+        if v > 0
+    )
+    label = escape(_short(s.id, 30))
+    ly = plot_bottom + 44 + 18 * (i // 3)
+    return (
+        f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2.2" '
+        f'class="series" data-id={quoteattr(s.id)}><title>{escape(s.id)}</title></polyline>'
+        f'<rect x="{lx:.0f}" y="{ly - 5:.0f}" width="14" height="4" fill="{colour}"/>'
+        f'<text x="{lx + 20:.0f}" y="{ly:.0f}" class="legend">{label} ({s.tier.label})</text>'
+    )
 
 
 def sparkline_svg(series: Series, cut: float, width: int = 220, height: int = 40) -> str:
