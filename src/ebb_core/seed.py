@@ -7,6 +7,7 @@ decision and decay into the frozen tier.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 from .engine import Brain
@@ -29,7 +30,13 @@ def build(brain: Brain) -> None:
     def at(days: float) -> None:
         set_time(days_ago(days))
 
-    # -- last autumn: per-seat pricing and the analysis that backed it -----------------------
+    _last_autumn(brain, at)
+    _this_spring(brain, at)
+    set_time(NOW)
+
+
+def _last_autumn(brain: Brain, at: Callable[[float], None]) -> None:
+    """Last autumn: per-seat pricing and the analysis that backed it."""
     at(240)
     brain.remember(
         "Maya Chen, head of product at Northwind Studio", kind="person", id="person:maya"
@@ -43,19 +50,7 @@ def build(brain: Brain) -> None:
         kind="decision",
         id="decision:seat-pricing",
     )
-    topics = [
-        "seat counts by client",
-        "discount bands",
-        "competitor seat prices",
-        "churn vs seat count",
-        "annual vs monthly billing",
-        "seat growth forecast",
-        "sales cycle by plan",
-        "support cost per seat",
-        "margin by plan",
-        "price sensitivity survey",
-    ]
-    for i, topic in enumerate(topics, 1):
+    for i, topic in enumerate(_TOPICS, 1):
         at(220 - i)
         brain.remember(
             f"Pricing analysis {i:02d}: {topic} for per-seat pricing",
@@ -78,7 +73,24 @@ def build(brain: Brain) -> None:
         links=["client:acme", "person:ravi"],
     )
 
-    # -- this spring: churn, a pricing review, and a new decision ------------------------------
+
+#: what the ten old analysis notes are about
+_TOPICS = [
+    "seat counts by client",
+    "discount bands",
+    "competitor seat prices",
+    "churn vs seat count",
+    "annual vs monthly billing",
+    "seat growth forecast",
+    "sales cycle by plan",
+    "support cost per seat",
+    "margin by plan",
+    "price sensitivity survey",
+]
+
+
+def _this_spring(brain: Brain, at: Callable[[float], None]) -> None:
+    """This spring: churn, a pricing review, and a new decision that replaces the old one."""
     at(45)
     brain.remember(
         "Q1 churn note: small teams leave when seat prices rise",
@@ -108,4 +120,3 @@ def build(brain: Brain) -> None:
     )
     at(1)
     brain.reinforce("decision:outcome-pricing")
-    set_time(NOW)
