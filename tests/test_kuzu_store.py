@@ -236,9 +236,10 @@ def test_in_process_copies_follow_every_write(
 ) -> None:
     from datetime import datetime, timezone
 
-    from ebb_core import FixedClock, kuzu_store
+    from ebb_core import FixedClock
+    from ebb_core.kuzu import reads
 
-    monkeypatch.setattr(kuzu_store, "_SNAPSHOT_AFTER", 0)  # the snapshot from the first read
+    monkeypatch.setattr(reads, "_SNAPSHOT_AFTER", 0)  # the snapshot from the first read
 
     clock = FixedClock(datetime(2026, 1, 1, tzinfo=timezone.utc))
     store = KuzuStore(tmp_path / "copies.kuzu")
@@ -538,7 +539,8 @@ def test_a_large_bulk_load_through_a_file_stores_what_one_through_arrow_does(
     import json
     from datetime import datetime, timezone
 
-    from ebb_core import FixedClock, kuzu_store
+    from ebb_core import FixedClock
+    from ebb_core.kuzu import session
 
     lines = [json.dumps({"type": "ebb-export", "version": 1, "namespaces": ["x"]})]
     for i in range(300):
@@ -574,7 +576,7 @@ def test_a_large_bulk_load_through_a_file_stores_what_one_through_arrow_does(
     export.write_text("\n".join(lines) + "\n")
     seen = []
     for via_file in (False, True):
-        monkeypatch.setattr(kuzu_store, "_COPY_VIA_FILE", 1 if via_file else 10**9)
+        monkeypatch.setattr(session, "_COPY_VIA_FILE", 1 if via_file else 10**9)
         folder = tmp_path / f"via-{via_file}"
         folder.mkdir()
         clock = FixedClock(datetime(2026, 2, 1, tzinfo=timezone.utc))

@@ -7,12 +7,13 @@ type checker only) the session methods and state ``KuzuStore`` defines: ``_q`` a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..store import GraphStore
 
 if TYPE_CHECKING:
+    from ..model import Edge
     from .copies import _RecallCache, _RowCache
 
 
@@ -30,8 +31,36 @@ class KuzuBase(GraphStore):
         _text: Any
         _searches: int
         _cold_left: int
+        _conn: Any
+        _db: Any
+        _folder: str
+        _budget: int
+        _prepared: dict[str, Any]
+        _begun: bool
+        _sealed: bool
+        _closed: bool
+        _held: int
+        _wal_failed: bool
+        _meta: dict[str, str | None]
+        _row_reads: int
+        _snapshot: bool
+        _text_skip: bool
 
         def _ensure_cache(self) -> None: ...
+        def _exec(self, query: str) -> None: ...
+        def _rows(self, query: str) -> list[list[Any]]: ...
+        def _q_locked(
+            self, query: str, params: Mapping[str, Any] | None, *, solo: bool = False
+        ) -> list[list[Any]]: ...
+        def _forget_cached(self) -> None: ...
+        def _forget_vectors(self) -> None: ...
+        def _row(self, u: str, *, snapshot: bool = True) -> dict[str, Any] | None: ...
+        def _snapshot_fits(self) -> bool: ...
+        def _columns_of(self, uids: Sequence[str]) -> dict[str, tuple[int, float, bool, str]]: ...
+        def _edges_written(self, edges: Sequence[Edge]) -> None: ...
+        def _merged_links(
+            self, edges: Sequence[Edge], fresh: Collection[str] = ()
+        ) -> dict[str, str]: ...
         def _text_copy(self) -> Any: ...
         def check_room(self, extra: int = 0) -> None: ...
         def _drop_text_index(self) -> None: ...

@@ -4,8 +4,14 @@ share."""
 from __future__ import annotations
 
 import functools
+import json
+from collections.abc import Sequence
 from contextlib import suppress
 from typing import Any
+
+from ..clock import from_us, to_us
+from ..model import Edge, Node
+from ..records import NODE_PROPERTIES, node_from_row, node_row
 
 # Meta key recording the full-text index's state: "building" is committed before an index build
 # (or a bulk load that drops the index) starts and "ready" after it ends, so a store opened after
@@ -66,3 +72,53 @@ def _arrow_types() -> dict[str, Any]:
     import pyarrow as pa
 
     return {name: getattr(pa, t)() for name, t in _MEMORY_TYPES.items()}
+
+
+_NODE_COLS = (
+    "id, ns, kind, text, props, created_us, updated_us, last_read_us, pinned, tier, "
+    "review_reason, queued_us, base_key, key, degree"
+)
+
+
+def _node_ret(var: str) -> str:
+    return ", ".join(f"{var}.{c.strip()}" for c in _NODE_COLS.split(","))
+
+
+def _row_to_node(r: Sequence[Any]) -> Node:
+    return node_from_row(dict(zip(NODE_PROPERTIES, r, strict=False)))
+
+
+def _node_params(n: Node) -> dict[str, Any]:
+    return {"uid": uid(n.namespace, n.id), **node_row(n)}
+
+
+def _edge_from(ns: str, src: str, dst: str, r: Sequence[Any]) -> Edge:
+    return Edge(
+        namespace=ns,
+        src=src,
+        dst=dst,
+        kind=r[0],
+        weight=float(r[1]),
+        created_at=from_us(r[2]),
+        reinforced_at=from_us(r[3]),
+        props=json.loads(r[4]) if r[4] else {},
+    )
+
+
+def _edge_params(e: Edge) -> dict[str, Any]:
+    return {
+        "a": uid(e.namespace, e.src),
+        "b": uid(e.namespace, e.dst),
+        "kind": e.kind,
+        "w": e.weight,
+        "c": to_us(e.created_at),
+        "r": to_us(e.reinforced_at),
+        "p": json.dumps(e.props, sort_keys=True),
+    }
+
+
+_EDGE_RET = "e.kind, e.weight, e.created_us, e.reinforced_us, e.props"
+
+
+def _node_params_keys() -> list[str]:
+    return [c for c in _MEMORY_COLUMNS if c != "recent_links"]  # kept by the store itself

@@ -1,0 +1,210 @@
+r"""Opening the Kùzu database, its errors as ``EbbError``\ s, reading results, and the memory
+budget: the module-level plumbing under :class:`~ebb_core.kuzu.session.KuzuSession`.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import time
+from typing import Any
+
+from ..errors import (
+    InvalidInput,
+    StorageError,
+    StoreFull,
+)
+
+DEFAULT_MEMORY_BUDGET = 5 << 29
+"""An embedded store's memory budget by default (2.5 GiB): see :func:`memory_budget_from_env`."""
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_memory_budget(raw: str, field: str = "EBB_MEMORY_BUDGET") -> int:
+    """Bytes from ``"3G"``, ``"512M"``, ``"1.5g"``, ``"800MiB"`` or a plain number of bytes."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", raw.lower())
+    value = float(m.group(1)) * _UNITS[m.group(2)] if m else 0.0
+    if value < _MIN_BUDGET:
+        raise InvalidInput(
+            f"{field}={raw!r} is not a memory size of at least {_MIN_BUDGET >> 20} MiB: give "
+            "bytes or a number with K, M or G (e.g. 2G, 512M)",
+            field=field,
+        )
+    return int(value)
+
+
+def memory_budget_from_env() -> int:
+    """The memory budget of an embedded store: ``EBB_MEMORY_BUDGET`` (e.g. ``3G``, ``512M``),
+    else :data:`DEFAULT_MEMORY_BUDGET`.
+
+    60% goes to Kùzu's buffer pool (its page cache: Kùzu's own default is 80% of the
+    machine's memory, which a large store fills), the rest to this process: the recall
+    columns (~0.3 KB a memory: ids, offsets, tiers, keys) always, the row snapshot (~0.5 KB a
+    memory) only while it fits in a quarter of the budget, the copy of the full-text index (~8
+    bytes a posting) only while it fits in an eighth. Past that recall reads the rows it
+    needs from the table, one primary-key read each (~0.3 ms): the store works at any size,
+    only slower.
+    """
+    raw = os.environ.get("EBB_MEMORY_BUDGET", "").strip()
+    return parse_memory_budget(raw) if raw else DEFAULT_MEMORY_BUDGET
+
+
+_MIN_BUDGET = 64 << 20
+
+
+def _buffer_pool(budget: int) -> int:
+    return max(budget * 3 // 5, 32 << 20)
+
+
+_PREPARED_MAX = 512  # prepared statements kept (one per query text)
+_CHECKPOINT_WAL = 16 << 20  # WAL bytes that trigger a checkpoint (Kùzu's default threshold)
+_ROOM = 4 << 20  # free bytes every write keeps in hand beyond its WAL's checkpoint
+_ABANDONED: list[Any] = []  # engines not closed after a failed WAL append (see close)
+
+
+_FULL = ("no space left", "disk full", "file too large", "errno 28", "errno 27", "enospc", "efbig")
+
+
+_HANDOVER_TRIES = 5
+"""Attempts at opening while another process may be closing the store (see _open_database)."""
+
+
+def _open_database(kuzu: Any, path: str, read_only: bool, buffer_pool: int) -> tuple[Any, bool]:
+    """``kuzu.Database`` on ``path``, tried again briefly when it trips over the write-ahead log
+    (or shadow file) of another process that is closing the store just then.
+
+    Kùzu lets a process in as the previous one releases the store, while that one may still be
+    removing its ``.wal``: the opener then fails on the log vanishing under it ("Error removing
+    ... .wal", "Reading past the end of the file ... .wal with size 0"). Seen about once in a
+    hundred hand-overs between ``ebb mcp`` and an ``ebb`` command, more often the faster opening
+    is. A log that is really damaged fails every attempt and is reported as before.
+
+    ``buffer_pool`` is Kùzu's page cache (see :func:`memory_budget_from_env`): Kùzu's own
+    default, 80 % of the machine's memory, also cost every open ~85 ms and every close ~5 ms
+    on a 23 GB machine (135 ms to open a 1k store against 49 ms with 4 GiB).
+
+    Returns the database and whether a non-empty write-ahead log was there as the attempt that
+    succeeded began (what Kùzu replayed: see ``recovering`` in :class:`KuzuStore`).
+    """
+    logs = (path + ".wal", path + ".shadow")
+    for attempt in range(_HANDOVER_TRIES):
+        try:
+            try:
+                replayed = os.path.getsize(logs[0]) > 0
+            except OSError:  # no log (or it went just now)
+                replayed = False
+            db = kuzu.Database(
+                path, read_only=read_only, auto_checkpoint=False, buffer_pool_size=buffer_pool
+            )
+            return db, replayed
+        except RuntimeError as exc:
+            if attempt + 1 == _HANDOVER_TRIES or not any(f in str(exc) for f in logs):
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def _room_for(path: str, folder: str, extra: int = 0) -> tuple[int, int]:
+    """(free bytes, bytes needed): see ``KuzuStore._room``."""
+    try:
+        st = os.statvfs(folder)
+        size = os.stat(path).st_size
+    except OSError:
+        return 1 << 62, 0
+    free = st.f_bavail * st.f_frsize
+    try:
+        wal = os.stat(path + ".wal").st_size
+    except OSError:
+        wal = 0
+    return free, size + 16 * wal + extra + _ROOM
+
+
+def abandoned_engines() -> int:
+    """How many engines this process left unclosed after a failed WAL append (see
+    ``KuzuStore.close``); a process with any should end with ``os._exit``."""
+    return len(_ABANDONED)
+
+
+def _held_elsewhere(path: str) -> bool:
+    """Whether another process holds the store's file lock (Kùzu takes a POSIX lock on it)."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    else:
+        return False
+    finally:
+        os.close(fd)
+
+
+class DuplicateKey(StorageError):
+    """Kùzu refused a row whose primary key is taken. Where Ebb creates memories it becomes
+    :func:`~ebb_core.store.memory_exists` (bad input); anywhere else it is a store fault."""
+
+
+def storage_error(exc: BaseException, path: str, doing: str = "") -> StorageError:
+    """The ``EbbError`` for an error Kùzu raised on the store at ``path``.
+
+    A full disk (or a file-size limit) is :class:`StoreFull`; anything else the engine reports
+    is a :class:`StorageError` naming the store and the way out (``ebb doctor`` / ``ebb
+    repair``). Kùzu reports every failure as a bare ``RuntimeError``, so the text decides.
+    """
+    msg = str(exc).strip() or type(exc).__name__
+    low = msg.lower()
+    what = f"cannot {doing} the store {path}" if doing else f"the store {path} failed"
+    if any(f in low for f in _FULL):
+        return StoreFull(
+            f"{what}: the disk is full ({msg}); the write that hit it was not stored. Free "
+            "some space (or raise the file-size limit) and retry: the store opens again once "
+            "there is room",
+            path=path,
+        )
+    if "duplicated primary key" in low:  # the caller knows which memory (see _creating)
+        return DuplicateKey(f"{what}: {msg}", path=path)
+    if "buffer pool is full" in low:
+        return StorageError(
+            f"{what}: the memory budget is too small for this operation on a store this size "
+            f"({msg}). Raise EBB_MEMORY_BUDGET (e.g. 4G; the default is "
+            f"{DEFAULT_MEMORY_BUDGET / (1 << 30):g}G) and retry: what was committed before is "
+            "kept, and a text index left unbuilt is built when the store is next opened",
+            path=path,
+        )
+    return StorageError(
+        f"{what}: {msg}. Check it with `ebb --db {path} doctor`; `ebb --db {path} repair` "
+        "fixes what it can without losing a committed memory",
+        path=path,
+    )
+
+
+_READ_START = re.compile(r"\s*(MATCH|UNWIND|CALL QUERY_FTS_INDEX|CALL show_)", re.IGNORECASE)
+_WRITE_WORD = re.compile(r"\b(CREATE|MERGE|SET|DELETE|DETACH|REMOVE|COPY|LOAD|DROP|ALTER)\b", re.I)
+
+
+@functools.lru_cache(maxsize=_PREPARED_MAX)
+def _reads_only(query: str) -> bool:
+    """Whether statement ``query`` (one of this module's, never user text) only reads: it
+    starts with MATCH, UNWIND or a read-only CALL and has no writing clause. Anything else
+    counts as a write (and opens the transaction)."""
+    return bool(_READ_START.match(query)) and not _WRITE_WORD.search(query)
+
+
+def _all(result: Any) -> list[list[Any]]:
+    # The engine's own cursor: the public has_next()/get_next() re-check that the result is
+    # open on every row, which doubles the cost of reading a few hundred full-text hits.
+    # kuzu 0.11.3 is a final release, so this attribute is fixed.
+    raw = getattr(result, "_query_result", result)
+    if raw is result:
+        has_next, get_next = result.has_next, result.get_next
+    else:
+        has_next, get_next = raw.hasNext, raw.getNext
+    rows: list[list[Any]] = []
+    while has_next():
+        rows.append(get_next())
+    return rows

@@ -1,0 +1,164 @@
+"""The Kùzu store's schema (its tables and version) and its full-text index: built, dropped and
+cleaned up after a kill at any point of a build.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from typing import Any
+
+from ..errors import (
+    BackendUnavailable,
+)
+from .base import KuzuBase
+from .engine import (
+    _all,
+)
+from .queries import (
+    FTS_INDEX,
+    INDEX_STATE,
+)
+
+SCHEMA_VERSION = "4"
+STOPWORDS_TABLE = "default_english_stopwords"
+STOPWORDS = 570  # rows of Kùzu 0.11.3's default English stop-word table
+
+
+_SCHEMA = [
+    "CREATE NODE TABLE IF NOT EXISTS Memory(uid STRING PRIMARY KEY, id STRING, ns STRING, "
+    "kind STRING, text STRING, props STRING, created_us INT64, updated_us INT64, "
+    "last_read_us INT64, pinned BOOLEAN, tier INT64, review_reason STRING, queued_us INT64, "
+    "base_key DOUBLE, key DOUBLE, degree INT64, recent_links STRING)",
+    "CREATE REL TABLE IF NOT EXISTS Link(FROM Memory TO Memory, kind STRING, weight DOUBLE, "
+    "created_us INT64, reinforced_us INT64, props STRING)",
+    "CREATE NODE TABLE IF NOT EXISTS Audit(uid STRING PRIMARY KEY, ns STRING, seq INT64, "
+    "at_us INT64, action STRING, node_id STRING, from_tier INT64, to_tier INT64, actor STRING, "
+    "reason STRING, payload STRING)",
+    "CREATE NODE TABLE IF NOT EXISTS Meta(key STRING PRIMARY KEY, value STRING)",
+]
+
+
+_TABLES = ("Memory", "Link", "Audit", "Meta")  # what each statement of _SCHEMA creates
+
+
+class KuzuSchema(KuzuBase):
+    """The tables and the full-text index (mixed into :class:`~ebb_core.kuzu_store.KuzuStore`)."""
+
+    def _ensure_schema(self) -> None:
+        with self._lock:
+            existing = {r[0] for r in self._rows("CALL show_tables() RETURN name")}
+            for name, ddl in zip(_TABLES, _SCHEMA, strict=True):
+                if name not in existing:  # each DDL commits on its own (a WAL record each)
+                    self._exec(ddl)
+            version = self.get_meta("schema_version")
+            if "Memory" not in existing or (
+                version is None and not self._rows("MATCH (m:Memory) RETURN m.uid LIMIT 1")
+            ):
+                # A new store, or one whose creation was killed before its version was written
+                # (each DDL statement commits on its own): it holds no memory yet.
+                self.set_meta("schema_version", SCHEMA_VERSION)
+                version = SCHEMA_VERSION
+            if version != SCHEMA_VERSION:
+                raise BackendUnavailable(
+                    f"the store {self._path} has schema version {version!r}; this Ebb expects "
+                    f"{SCHEMA_VERSION}: export it with the Ebb that wrote it and import it here"
+                )
+
+    # -- the full-text index -------------------------------------------------------------------
+    # CREATE_FTS_INDEX on Kùzu 0.11.3 is a script of auto-committed statements (stop-word table,
+    # a temporary table, docs and terms tables, a rel table, then the index's catalog entry),
+    # and DROP_FTS_INDEX removes the entry first and the tables after. A kill in between leaves
+    # internal tables behind, which make every later CREATE_FTS_INDEX fail ("Table:
+    # 0_memory_text_docs already exists"): that is how a killed import used to wedge a store.
+    # Every build therefore commits INDEX_STATE="building" first, drops whatever exists of the
+    # index (its entry and every internal table named after it, reachable once
+    # `enable_internal_catalog` is on), builds, and commits "ready". Each step can be redone, so
+    # a kill at any point leaves "building" (or no index) and the next open builds again.
+
+    def rebuild_text_index(self) -> None:
+        """Drop and rebuild the full-text index from the table (after crash recovery)."""
+        with self._lock:
+            self._build_text_index()
+
+    def _ensure_text_index(self, *, force: bool = False) -> bool:
+        """Build the index unless it is present and its last build finished. True if built."""
+        with self._lock:
+            if not force and self.text_index_state() == "ready":
+                return False
+            self._build_text_index()
+            return True
+
+    def text_index_state(self) -> str:
+        """``ready``; ``building`` (a build or bulk load did not finish); ``missing``."""
+        with self._lock:
+            present = self._has_text_index()
+            state = self.get_meta(INDEX_STATE)
+            if not present:
+                return "missing"
+            # No state recorded: built by an Ebb before the state was kept, whose builds
+            # register the index as their last step, so a present index is complete.
+            return "building" if state == "building" else "ready"
+
+    def _build_text_index(self) -> None:
+        self._text = None
+        # an allowance of 1.5 KB a memory for the index tables (the whole store takes ~1.5 KB)
+        self.check_room(extra=self._q("MATCH (m:Memory) RETURN count(*)")[0][0] * 1_500)
+        self.set_meta(INDEX_STATE, "building")  # committed before anything is dropped
+        self._drop_text_index()
+        self._create_text_index()
+        self.set_meta(INDEX_STATE, "ready")
+
+    def _has_text_index(self) -> bool:
+        return any(r[1] == FTS_INDEX for r in self._rows("CALL show_indexes() RETURN *"))
+
+    def _drop_text_index(self) -> None:
+        """Remove the index and everything a killed build or drop left of it."""
+        self._text = None
+        self._prepared.clear()
+        # No entry (or a half-dropped one) fails here: the sweep below removes what is left.
+        with suppress(RuntimeError):
+            self._conn.execute(f"CALL DROP_FTS_INDEX('Memory', '{FTS_INDEX}')")
+        for name, _kind in self.text_index_leftovers():
+            self._exec_internal(f"DROP TABLE `{name}`")
+        stop = self._internal_rows(f"MATCH (s:`{STOPWORDS_TABLE}`) RETURN count(*)")
+        if stop is not None and stop[0][0] != STOPWORDS:  # a build killed while filling it
+            self._exec_internal(f"DROP TABLE `{STOPWORDS_TABLE}`")
+        # Replaying a WAL that holds a dropped index leaves the index in the table's storage but
+        # not in the catalog (0.11.3): every later CREATE_FTS_INDEX fails, an insert crashes the
+        # process, or statements fail with "Cannot find table catalog entry". A checkpoint now
+        # takes the drop out of the WAL.
+        self._exec("CHECKPOINT")
+
+    def text_index_leftovers(self) -> list[tuple[str, str]]:
+        """Kùzu's internal tables of the text index (name, NODE/REL), rel tables first.
+
+        With the index present these are its tables; without it, what a killed build left.
+        """
+        table_id = self._rows("CALL show_tables() WHERE name = 'Memory' RETURN id")[0][0]
+        prefix = f"{table_id}_{FTS_INDEX}_"
+        rows = self._internal_rows("CALL show_tables() RETURN name, type") or []
+        found = [(r[0], r[1]) for r in rows if str(r[0]).startswith(prefix)]
+        return sorted(found, key=lambda r: (r[1] != "REL", r[0]))
+
+    def _internal_rows(self, query: str) -> list[list[Any]] | None:
+        """Rows of ``query`` run with Kùzu's internal tables visible; None if it failed."""
+        self._exec("CALL enable_internal_catalog=true")
+        try:
+            result = self._conn.execute(query)
+            assert not isinstance(result, list)
+            return _all(result)
+        except RuntimeError:
+            return None
+        finally:
+            self._exec("CALL enable_internal_catalog=false")
+
+    def _exec_internal(self, query: str) -> None:
+        self._exec("CALL enable_internal_catalog=true")
+        try:
+            self._exec(query)
+        finally:
+            self._exec("CALL enable_internal_catalog=false")
+
+    def _create_text_index(self) -> None:
+        self._prepared.clear()
+        self._exec(f"CALL CREATE_FTS_INDEX('Memory', '{FTS_INDEX}', ['text'], stemmer := 'porter')")

@@ -1,0 +1,333 @@
+"""The Kùzu store's session: one connection, prepared statements, lazily begun transactions,
+room checks and checkpoints, rollback, closing, and bulk loads through Arrow.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import tempfile
+import warnings
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+from .. import _kuzu
+from ..errors import (
+    EbbError,
+    StorageError,
+    StoreFull,
+)
+from .base import KuzuBase
+from .engine import (
+    _ABANDONED,
+    _CHECKPOINT_WAL,
+    _PREPARED_MAX,
+    _ROOM,
+    _all,
+    _reads_only,
+    _room_for,
+    storage_error,
+)
+from .queries import (
+    _arrow_types,
+    _release_arrow_memory,
+)
+
+
+class KuzuSession(KuzuBase):
+    """The connection and its transactions (mixed into :class:`~ebb_core.kuzu_store.KuzuStore`)."""
+
+    @property
+    def location(self) -> str:
+        return self._path
+
+    def _q(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
+        with self._lock:  # one Kùzu connection, shared by the threads async adapters use
+            return self._q_locked(query, params)
+
+    def _q_locked(
+        self, query: str, params: Mapping[str, Any] | None, *, solo: bool = False
+    ) -> list[list[Any]]:
+        """Run a prepared ``query``; ``solo``: as its own auto-committed transaction."""
+        stmt = self._prepared.get(query)
+        if stmt is None:
+            # kuzu 0.11 (its final release) deprecates prepare(); prepared statements are faster.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                stmt = self._conn.prepare(query)
+            if len(self._prepared) >= _PREPARED_MAX:  # event statements vary in shape
+                self._prepared.clear()
+            self._prepared[query] = stmt
+        if not solo:
+            result = self._run(stmt, params, read=_reads_only(query))
+        else:
+            self.check_room()
+            try:
+                result = self._conn.execute(stmt, dict(params or {}))
+            except RuntimeError as exc:
+                raise self._failed(exc) from None
+        assert not isinstance(result, list)
+        try:
+            return _all(result)
+        except RuntimeError as exc:
+            raise storage_error(exc, self._path) from None
+
+    def _run(
+        self, query: Any, params: Mapping[str, Any] | None = None, *, read: bool = False
+    ) -> Any:
+        """Execute a statement, first opening the current transaction if it is not open yet.
+
+        Transactions begin lazily, at their first write (``read``: the statement only reads):
+        one that only reads never opens (this process is the only writer and holds the lock,
+        so its reads agree), and one whose only write is a final :meth:`write_event` sends
+        that write alone, committed with the statement (see ``transaction``). A read after
+        the first write runs inside the transaction, so it sees that write. A Kùzu error
+        comes out as an ``EbbError`` (see :func:`storage_error`).
+        """
+        if self._depth:
+            if self._sealed:
+                raise RuntimeError(  # a bug in the caller, not a storage failure
+                    "a statement after a final write_event: that write is already committed"
+                )
+            if not self._begun and not read:
+                self.check_room()
+                self._exec("BEGIN TRANSACTION")
+                self._begun = True
+        if params:
+            self._note_tables(params)
+        try:
+            return self._conn.execute(query, dict(params or {}))
+        except RuntimeError as exc:
+            raise self._failed(exc) from None
+
+    def _note_tables(self, params: Mapping[str, Any]) -> None:
+        for value in params.values():
+            if hasattr(value, "nbytes") and hasattr(value, "num_rows"):  # an Arrow table
+                self._held += int(value.nbytes)
+
+    def _let_go_of_tables(self) -> None:
+        """Kùzu 0.11.3's connection keeps every Arrow table passed to it (COPY FROM $t,
+        LOAD FROM $rows) until it closes: ~850 MB after a 1M-memory import, and more after
+        every maintain of a long-running process. Past ``_HELD_MAX`` bytes, between
+        transactions, the connection is replaced by a new one (prepared statements go too)."""
+        if self._held < _HELD_MAX or self._depth or self._closed or self._wal_failed:
+            return
+        kuzu = _kuzu.load()
+        self._prepared.clear()
+        self._conn.close()
+        self._conn = kuzu.Connection(self._db)
+        self._held = 0
+        _release_arrow_memory()
+
+    def check_room(self, extra: int = 0) -> None:
+        """Refuse a write (:class:`StoreFull`) unless the disk has room for it and for the
+        checkpoint that folds the WAL into the file.
+
+        Kùzu 0.11.3 cannot survive running out of space while it appends to its WAL: the
+        write fails, its in-memory state is corrupted and the process later aborts
+        (``terminate called after throwing kuzu::common::IOException``), so Ebb never lets a
+        write start without room. ``extra``: bytes the write itself may need beyond 4 MiB.
+        """
+        free, need = self._room(extra)
+        if free < need:
+            raise StoreFull(
+                f"the disk holding the store {self._path} is (nearly) full: {free >> 20} MiB "
+                f"free, a write needs {need >> 20} MiB with its checkpoint. Nothing was "
+                "written; free some space and retry (everything stored so far is kept)",
+                path=self._path,
+            )
+
+    def _room(self, extra: int = 0) -> tuple[int, int]:
+        """(free bytes, bytes a write of ``extra`` bytes and the next checkpoint may need).
+
+        A checkpoint writes the changed column chunks to new pages of the file and copies the
+        pages it changes in place into the ``.shadow`` file, and Kùzu 0.11.3 does not notice
+        when that copy runs out of space: it logs the checkpoint as done and leaves a store it
+        cannot open. Measured on a 20 MB tmpfs: folding 1 MB of WAL from remembers into a 4 MB
+        store grew it by 10.8 MB with a 5.3 MB shadow. So the room kept is the store's size
+        (the most a checkpoint can rewrite) plus 16 times the WAL plus 4 MiB.
+        """
+        return _room_for(self._path, self._folder, extra)
+
+    def _failed(self, exc: RuntimeError) -> StorageError:
+        """The EbbError for a Kùzu error; notes a failed WAL append, after which Kùzu's state
+        in this process cannot be trusted (see ``close``)."""
+        err = storage_error(exc, self._path)
+        if ".wal" in str(exc) and "write" in str(exc).lower():
+            self._wal_failed = True
+        return err
+
+    def _exec(self, query: str) -> None:
+        try:
+            self._conn.execute(query)
+        except RuntimeError as exc:
+            raise self._failed(exc) from None
+
+    def _rows(self, query: str) -> list[list[Any]]:
+        result = self._run(query)
+        assert not isinstance(result, list)
+        try:
+            return _all(result)
+        except RuntimeError as exc:
+            raise storage_error(exc, self._path) from None
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            # BEGIN waits for the first statement (see _run): Kùzu's BEGIN and COMMIT cost
+            # ~1.4 ms together, a large share of a remember.
+            self._depth, self._begun, self._sealed = 1, False, False
+            try:
+                yield
+            except BaseException:
+                begun, self._depth = self._begun, 0
+                self._begun = self._sealed = False
+                self._rollback(begun)
+                raise
+            begun, sealed, self._depth = self._begun, self._sealed, 0
+            self._begun = self._sealed = False
+            if begun:
+                try:
+                    self._exec("COMMIT")
+                except BaseException:
+                    # Nothing was committed (Kùzu rolls back a failed commit): the in-process
+                    # copies, written through during the transaction, are dropped too.
+                    self._forget_cached()
+                    self._prepared.clear()
+                    with suppress(EbbError):
+                        self._exec("ROLLBACK")
+                    raise
+            if begun or sealed:  # a transaction that only read leaves the WAL as it was
+                self._maybe_checkpoint()
+            self._let_go_of_tables()
+
+    def _maybe_checkpoint(self, force: bool = False) -> None:
+        """Checkpoint once the WAL passes Kùzu's usual threshold (auto-checkpoints are off)...
+
+        With Kùzu's own auto-checkpoint, a checkpoint that fails (a full disk) raised from the
+        write that triggered it although that write had committed: a stored memory reported
+        as not stored. Here a failed checkpoint is not the write's failure: the write is safe in
+        the WAL, and the next checkpoint (or open, once there is room) folds it in.
+        """
+        try:
+            size = os.stat(self._path + ".wal").st_size
+        except OSError:
+            return
+        if size < _ROOM // 4 and not force:  # too little to be worth one, whatever the room
+            return
+        free, need = self._room()
+        # ... and sooner when room runs low, so that what a write must keep free (see _room)
+        # shrinks back; never without the room the checkpoint itself needs.
+        if size and (force or size >= _CHECKPOINT_WAL or free < 2 * need) and free >= need:
+            with suppress(StorageError):
+                self._exec("CHECKPOINT")
+
+    def _rollback(self, begun: bool = True) -> None:
+        self._forget_cached()
+        self._prepared.clear()
+        if not begun:  # nothing was sent, or only a final write, which failed on its own
+            return
+        try:
+            self._exec("ROLLBACK")
+        except StorageError as exc:
+            # A failed statement already aborted the transaction inside Kùzu.
+            if "no active transaction" not in str(exc).lower():
+                raise
+        # kuzu 0.11.3 sometimes reports a write-write conflict on the next update of a row the
+        # rolled-back transaction had updated; a checkpoint clears the stale version marks.
+        # (On a full disk it cannot run; the error that caused the rollback is the one raised.)
+        with suppress(StoreFull):
+            self._exec("CHECKPOINT")
+
+    def _forget_cached(self) -> None:
+        """Drop every in-process copy of stored data (after a change the copies cannot follow)."""
+        self._cache.ready = False
+        self._rows_cache.clear()
+        self._meta.clear()
+        self._supersedes = None
+        self._text = None
+        self._forget_vectors()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._prepared.clear()
+            if self._wal_failed:
+                # Closing would flush a WAL Kùzu could not write, which aborts the process.
+                # Everything committed before is on disk; the engine is left to process exit.
+                _ABANDONED.append((self._conn, self._db))
+                return
+            self._conn.close()
+            self._db.close()
+
+    @property
+    def wal_failed(self) -> bool:
+        """Kùzu failed to append to the WAL in this process (a disk that filled up under
+        another writer): the process should exit soon (see ``close``) and reopen the store."""
+        return self._wal_failed
+
+    def _load(self, query: str, columns: Mapping[str, list[Any]], types: Mapping[str, str]) -> None:
+        """Run ``LOAD FROM <arrow table> <query>`` with the given columns."""
+        import pyarrow as pa
+
+        table = pa.table(
+            {
+                name: pa.array(values, type=_arrow_types()[types[name]])
+                for name, values in columns.items()
+            }
+        )
+        self._run(f"LOAD FROM $rows {query}", {"rows": table})
+
+    def _copy(self, name: str, table: Any) -> None:
+        """``COPY name FROM`` an Arrow table whose columns are the table's, in order.
+
+        A large table goes through a Parquet file beside the store, deleted after: Kùzu's
+        connection keeps every Arrow table passed to it until the transaction is over (see
+        _let_go_of_tables), and an import's tables are ~0.9 GB at a million memories."""
+        folder = self._folder
+        if table.num_rows < _COPY_VIA_FILE or any(c in folder for c in "'\\\n"):
+            self._run(f"COPY {name} FROM $t", {"t": table})
+            return
+        import pyarrow.parquet as pq
+
+        fd, path = tempfile.mkstemp(prefix=self._copy_prefix(), suffix=".parquet", dir=folder)
+        os.close(fd)
+        try:
+            pq.write_table(table, path)
+            self._run(f"COPY {name} FROM '{path}'")
+        finally:
+            with suppress(OSError):
+                os.unlink(path)
+
+    def _copy_prefix(self) -> str:
+        return f".{Path(self._path).name}.copy-"
+
+    def _remove_copy_files(self) -> None:
+        """Parquet files a killed bulk load of this store left (only the holder of the store's
+        lock writes them, and this process holds it)."""
+        for leftover in Path(self._folder).glob(f"{glob.escape(self._copy_prefix())}*.parquet"):
+            with suppress(OSError):
+                leftover.unlink()
+
+    def _arrow(self, query: str, params: Mapping[str, Any]) -> Any:
+        result = self._run(query, params)
+        assert not isinstance(result, list)
+        try:
+            return result.get_as_arrow(chunk_size=1_000_000).combine_chunks()
+        except RuntimeError as exc:
+            raise storage_error(exc, self._path) from None
+
+
+_COPY_VIA_FILE = 200_000  # rows from which a bulk load goes through a Parquet file
+_HELD_MAX = 64 << 20  # Arrow bytes a connection may keep before it is replaced
