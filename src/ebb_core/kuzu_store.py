@@ -100,6 +100,16 @@ class KuzuStore(
         default), the store is rebuilt from its rows (:func:`repair.rebuild_in_place`), the
         old file kept beside it, and a :class:`StoreRebuilt` warning says where.
         """
+        self._check_path(path, create)
+        kuzu = _kuzu.load()
+        recovering = self._leftover_log(read_only)
+        self._budget = memory_budget_from_env() if memory_budget is None else int(memory_budget)
+        recovering = self._open_engine(kuzu, read_only, recovering)
+        self._init_state(snapshot)
+        self._connect(kuzu, path, read_only, recovering, self._snapshot, rebuild)
+
+    def _check_path(self, path: str | os.PathLike[str], create: bool) -> None:
+        """Set ``_path`` and ``_folder``, refusing a path that cannot hold a store."""
         if os.fspath(path) in ("", ":memory:"):
             # Kùzu's in-memory mode has no file to lock, hand over or repair; without this
             # check the path was made absolute and a file named ':memory:' appeared in the
@@ -110,7 +120,6 @@ class KuzuStore(
                 "for a throwaway store)",
                 field="path",
             )
-        kuzu = _kuzu.load()
         self._path = str(Path(path).expanduser().absolute())
         parent = Path(self._path).parent
         self._folder = str(parent)
@@ -131,6 +140,10 @@ class KuzuStore(
                 f"{self._path} is a folder; a Kùzu store is a single file: choose a file path",
                 field="path",
             )
+
+    def _leftover_log(self, read_only: bool) -> bool:
+        """Whether a non-empty WAL is there (the last writer did not close cleanly); refuses
+        to replay one without room for its checkpoint (:class:`StoreFull`)."""
         # A leftover WAL means the last writer did not close cleanly (killed, power loss). Kùzu
         # replays the WAL, but its full-text index misses the replayed rows (checked on 0.11.3),
         # so the index is rebuilt from the table after such a recovery.
@@ -139,7 +152,7 @@ class KuzuStore(
         if recovering and not read_only:
             # Kùzu replays and checkpoints a leftover WAL as it opens: never without room (a
             # checkpoint that runs out of space leaves a store it cannot open, see _room).
-            free, need = _room_for(self._path, str(parent))
+            free, need = _room_for(self._path, self._folder)
             if free < need:
                 raise StoreFull(
                     f"cannot open the store {self._path}: the disk is (nearly) full ({free >> 20} "
@@ -148,7 +161,10 @@ class KuzuStore(
                     "nothing is lost",
                     path=self._path,
                 )
-        self._budget = memory_budget_from_env() if memory_budget is None else int(memory_budget)
+        return recovering
+
+    def _open_engine(self, kuzu: Any, read_only: bool, recovering: bool) -> bool:
+        """Open the database (``_db``); True if Kùzu replayed a leftover WAL."""
         try:
             # Checkpoints are taken by this store (see _maybe_checkpoint), never inside a write.
             self._db, replayed = _open_database(
@@ -169,6 +185,10 @@ class KuzuStore(
                     path=self._path,
                 ) from None
             raise storage_error(exc, self._path, "open") from None
+        return recovering
+
+    def _init_state(self, snapshot: bool | None) -> None:
+        """The session's state and the in-process copies, all empty."""
         self._lock = threading.RLock()
         self._depth = 0
         self._begun = False  # the current transaction has sent BEGIN
@@ -195,6 +215,18 @@ class KuzuStore(
         self._wal_failed = False
         self._index_dropped = False  # a bulk_load has dropped the text index (see there)
         self._vec_dim, self._vec_checked = None, False  # the vector table (kuzu_vectors)
+
+    def _connect(
+        self,
+        kuzu: Any,
+        path: str | os.PathLike[str],
+        read_only: bool,
+        recovering: bool,
+        snapshot: bool | None,
+        rebuild: bool,
+    ) -> None:
+        """Connect, load the extensions, and (writing) make sure of the schema and text index;
+        a store whose index a crash left unrecoverable is rebuilt from its rows (``rebuild``)."""
         try:
             self._conn = kuzu.Connection(self._db)
             self._held = 0  # bytes of Arrow tables the connection keeps (see _let_go_of_tables)
@@ -224,7 +256,7 @@ class KuzuStore(
                 f"the store {self._path} was rebuilt from its rows after a crash left its "
                 f"text index unrecoverable; the damaged file is kept at {aside}",
                 StoreRebuilt,
-                stacklevel=2,
+                stacklevel=3,  # the caller of __init__
             )
             self.__init__(  # type: ignore[misc]
                 path,

@@ -253,68 +253,10 @@ class KuzuWrites(KuzuBase):
         with self._creating(new_nodes), self._lock:
             new_uids = {uid(n.namespace, n.id): n for n in new_nodes}
             lists = self._merged_links(new_edges, new_uids)
-            params: dict[str, Any] = {}
-            parts: list[str] = []
-            var: dict[str, str] = {}
-            rows_of: dict[str, dict[str, Any]] = {}  # the new memories' stored rows
-            ends = [uid(namespace, e) for edge in new_edges for e in (edge.src, edge.dst)]
-            existing = [
-                u
-                for u in dict.fromkeys([*(uid(namespace, i) for i in changes), *ends])
-                if u not in new_uids
-            ]
-            if existing:  # matched first: if one is missing, nothing at all is written
-                for k, u in enumerate(existing):
-                    var[u] = f"x{k}"
-                    params[f"x{k}_u"] = u
-                found = (f"({var[u]}:Memory {{uid: ${var[u]}_u}})" for u in existing)
-                parts.append("MATCH " + ", ".join(found))
-            for k, n in enumerate(new_nodes):
-                v, u = f"n{k}", uid(n.namespace, n.id)
-                var[u] = v
-                rows_of[u] = row = {**node_row(n), "recent_links": lists.get(u, "")}
-                props = ", ".join(f"{c}: ${v}_{c}" for c in ("uid", *row))
-                parts.append(f"CREATE ({v}:Memory {{{props}}})")
-                params.update({f"{v}_{c}": value for c, value in row.items()})
-                params[f"{v}_uid"] = u
-            # the copies take the change first (see _change_sets)
-            self._adjust_copies(namespace, changes, False)
-            sets: list[str] = []
-            for node_id, adj in changes.items():
-                u = uid(namespace, node_id)
-                sets += _change_sets(var[u], adj, self._rows_cache.rows.get(u), params)
-            for u, encoded in lists.items():
-                if u not in new_uids:
-                    sets.append(f"{var[u]}.recent_links = ${var[u]}_l")
-                    params[f"{var[u]}_l"] = encoded
-            if sets:
-                parts.append("SET " + ", ".join(sets))
-            if new_edges:
-                links = []
-                for k, e in enumerate(new_edges):
-                    ep = _edge_params(e)
-                    links.append(
-                        f"({var[ep['a']]})-[:Link {{kind: $e{k}_kind, weight: $e{k}_w, "
-                        f"created_us: $e{k}_c, reinforced_us: $e{k}_r, props: $e{k}_p}}]->"
-                        f"({var[ep['b']]})"
-                    )
-                    params.update({f"e{k}_{x}": ep[x] for x in ("kind", "w", "c", "r", "p")})
-                parts.append("CREATE " + ", ".join(links))
-            offsets = [f"offset(id({var[u]}))" for u in new_uids]
-            parts.append("RETURN " + ", ".join(offsets or ["1"]))
-            query = " ".join(parts)
-            if final and self._depth <= 1 and not self._begun:
-                # Nothing was sent in this transaction and nothing will follow: the statement
-                # alone is the transaction, committed by Kùzu with it (no BEGIN, no COMMIT).
-                try:
-                    rows = self._q_locked(query, params, solo=True)
-                except BaseException:
-                    self._forget_cached()  # they took the change that did not happen
-                    raise
-                self._sealed = self._depth == 1
-            else:
-                with self.transaction():
-                    rows = self._q(query, params)
+            query, params, rows_of = self._event_statement(
+                namespace, new_nodes, new_uids, changes, new_edges, lists
+            )
+            rows = self._send_event(query, params, final)
             if len(rows) != 1:  # the Brain checked every memory exists; this is a guard
                 raise NotFound(f"a memory this change needs is missing from {namespace!r}")
             for k, (u, n) in enumerate(new_uids.items()):
@@ -328,6 +270,82 @@ class KuzuWrites(KuzuBase):
                 cached = self._rows_cache.get(u)
                 if cached is not None:
                     cached["recent_links"] = encoded
+
+    def _event_statement(
+        self,
+        namespace: str,
+        new_nodes: Sequence[Node],
+        new_uids: Mapping[str, Node],
+        changes: Mapping[str, Adjustment],
+        new_edges: Sequence[Edge],
+        lists: Mapping[str, str],
+    ) -> tuple[str, dict[str, Any], dict[str, dict[str, Any]]]:
+        """The one statement of a write event, its parameters and the new memories' rows (the
+        copies take ``changes`` as it is built: see :func:`_change_sets`)."""
+        params: dict[str, Any] = {}
+        parts: list[str] = []
+        var: dict[str, str] = {}
+        rows_of: dict[str, dict[str, Any]] = {}  # the new memories' stored rows
+        ends = [uid(namespace, e) for edge in new_edges for e in (edge.src, edge.dst)]
+        existing = [
+            u
+            for u in dict.fromkeys([*(uid(namespace, i) for i in changes), *ends])
+            if u not in new_uids
+        ]
+        if existing:  # matched first: if one is missing, nothing at all is written
+            for k, u in enumerate(existing):
+                var[u] = f"x{k}"
+                params[f"x{k}_u"] = u
+            found = (f"({var[u]}:Memory {{uid: ${var[u]}_u}})" for u in existing)
+            parts.append("MATCH " + ", ".join(found))
+        for k, n in enumerate(new_nodes):
+            v, u = f"n{k}", uid(n.namespace, n.id)
+            var[u] = v
+            rows_of[u] = row = {**node_row(n), "recent_links": lists.get(u, "")}
+            props = ", ".join(f"{c}: ${v}_{c}" for c in ("uid", *row))
+            parts.append(f"CREATE ({v}:Memory {{{props}}})")
+            params.update({f"{v}_{c}": value for c, value in row.items()})
+            params[f"{v}_uid"] = u
+        # the copies take the change first (see _change_sets)
+        self._adjust_copies(namespace, changes, False)
+        sets: list[str] = []
+        for node_id, adj in changes.items():
+            u = uid(namespace, node_id)
+            sets += _change_sets(var[u], adj, self._rows_cache.rows.get(u), params)
+        for u, encoded in lists.items():
+            if u not in new_uids:
+                sets.append(f"{var[u]}.recent_links = ${var[u]}_l")
+                params[f"{var[u]}_l"] = encoded
+        if sets:
+            parts.append("SET " + ", ".join(sets))
+        if new_edges:
+            links = []
+            for k, e in enumerate(new_edges):
+                ep = _edge_params(e)
+                links.append(
+                    f"({var[ep['a']]})-[:Link {{kind: $e{k}_kind, weight: $e{k}_w, "
+                    f"created_us: $e{k}_c, reinforced_us: $e{k}_r, props: $e{k}_p}}]->"
+                    f"({var[ep['b']]})"
+                )
+                params.update({f"e{k}_{x}": ep[x] for x in ("kind", "w", "c", "r", "p")})
+            parts.append("CREATE " + ", ".join(links))
+        offsets = [f"offset(id({var[u]}))" for u in new_uids]
+        parts.append("RETURN " + ", ".join(offsets or ["1"]))
+        return " ".join(parts), params, rows_of
+
+    def _send_event(self, query: str, params: dict[str, Any], final: bool) -> list[list[Any]]:
+        if final and self._depth <= 1 and not self._begun:
+            # Nothing was sent in this transaction and nothing will follow: the statement
+            # alone is the transaction, committed by Kùzu with it (no BEGIN, no COMMIT).
+            try:
+                rows = self._q_locked(query, params, solo=True)
+            except BaseException:
+                self._forget_cached()  # they took the change that did not happen
+                raise
+            self._sealed = self._depth == 1
+            return rows
+        with self.transaction():
+            return self._q(query, params)
 
     def _adjust_copies(
         self, namespace: str, changes: Mapping[str, Adjustment], pushed: bool
