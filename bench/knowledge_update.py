@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ebb_core import Brain, Config, FixedClock
 from ebb_core.embeddings import resolve
-from locomo import log, open_brain, parse_settings
+from locomo import CachedEmbedder, log, open_brain, parse_settings
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
 DEPTHS: tuple[int | None, ...] = (1, 2, 3, None)
@@ -268,11 +268,13 @@ def score(ranked: Sequence[str], case: Case) -> tuple[bool, bool]:
 
 def run(cfg: Config, backend: str, work: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
+    # one model for every replay, each text embedded once (the replays share their texts)
+    inner = resolve(args.embedder) if args.embedder else None
+    emb = CachedEmbedder(inner) if inner is not None else None
     for reinforce in (False, True):
         for depth in DEPTHS:
             clock = FixedClock(NOW)
             name = f"ku-{'r' if reinforce else 'n'}{depth}"
-            emb = resolve(args.embedder) if args.embedder else None
             with open_brain(backend, work, name, cfg, clock, emb) as brain:
                 cases = generate(
                     brain, clock, args.cases, args.fillers, args.seed, not args.no_supersede
