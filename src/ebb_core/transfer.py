@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -18,11 +17,20 @@ from . import records, scoring
 from .brain_base import BrainBase
 from .embeddings import META_DIM, META_MODEL
 from .errors import InvalidInput
+from .import_job import Progress as Progress
+from .import_job import (
+    _append_audits,
+    _column,
+    _first_line,
+    _import_source,
+    _ImportJob,
+    _insert_in_batches,
+    _InterruptGate,
+    _pylist,
+    _refuse_clashes,
+)
 from .model import AuditEntry, Node, Tier, slugify
 from .validation import is_valid_kind, validate_namespace
-
-Progress = Callable[[int, int], None]
-"""A progress callback: ``(done, total)``."""
 
 EXPORT_FORMAT = "ebb-export"
 VECTOR_RECORD = "vector"
@@ -102,148 +110,28 @@ class TransferMixin(BrainBase):
         :class:`CommittedInterrupt` (a ``KeyboardInterrupt``) carries the counts.
         """
         self.last_import = None
-        if isinstance(src, (str, os.PathLike)):
-            path = Path(src)
-            if not path.is_file():
-                raise InvalidInput(f"no such file to import: {path}", field="src")
-            # Read in pieces by the parser, and as text only if the line-by-line path needs
-            # it: a 1M-memory export is ~1.5 GB, which the import held twice (text, bytes).
-            source: bytes | Path = path
-        else:
-            read = src.read()
-            source = read.encode() if isinstance(read, str) else read
-            del read
+        source = _import_source(src)
         target = validate_namespace(namespace) if namespace else None
         source, carried = _split_vectors(source, target)
-
-        def lines() -> list[str]:
-            data = source.read_bytes() if isinstance(source, Path) else source
-            return [line for line in data.decode("utf-8").splitlines() if line.strip()]
-
-        def first_line() -> str:
-            if isinstance(source, bytes):
-                return source.lstrip().split(b"\n", 1)[0].decode("utf-8")
-            with open(source, "rb") as fh:
-                for line in fh:
-                    if line.strip():
-                        return line.strip().decode("utf-8")
-            return ""
-
-        try:
-            node_cols, edge_cols, audit_rows = records.read_columns(source, target)
-            if audit_rows:
-                numbered = lines()
-                audits = [_audit_record(numbered[i], i + 1, target) for i in audit_rows]
-            else:
-                audits = []
-            head = first_line()
-            if '"ebb-export"' in head:
-                _check_header(head)
-        except records.SlowPath:
-            defaults = records.Defaults(self._ns, self._now_us())
-            node_cols, edge_cols, audits = _parse_lines(lines(), target, defaults)
+        parsed = self._parse_import(source, target)
         source = b""  # parsed: the file's bytes are not needed again
-        ids_by_ns: dict[str, set[str]] = {}
-        for ns, node_id in zip(
-            _pylist(node_cols["namespace"]), _pylist(node_cols["id"]), strict=True
-        ):
-            seen = ids_by_ns.setdefault(ns, set())
-            if node_id in seen:
-                raise InvalidInput(
-                    f"memory {node_id!r} appears twice in the import (namespace {ns!r})",
-                    field="src",
-                )
-            seen.add(node_id)
-        for ns in ids_by_ns:
-            validate_namespace(ns)
-        # Edge ends, matched against the imported memories column-wise (500k edges in Python
-        # loops took ~0.7 s): what is not among them must already be stored.
-        import pyarrow.compute as pc
-
-        node_keys = _keyed(node_cols["namespace"], node_cols["id"])
-        edge_ns = _column(edge_cols["namespace"], "string")
-        edge_namespaces = set(pc.unique(edge_ns).to_pylist())
-        ends = [_keyed(edge_ns, edge_cols[c]) for c in ("src", "dst")]
-        dangling: dict[str, set[str]] = {}
-        for c, keys in zip(("src", "dst"), ends, strict=True):
-            outside = pc.invert(pc.is_in(keys, value_set=node_keys))
-            far = _column(edge_cols[c], "string").filter(outside).to_pylist()
-            for ns, x in zip(edge_ns.filter(outside).to_pylist(), far, strict=True):
-                dangling.setdefault(ns, set()).add(x)
-        n_nodes, n_edges = len(node_cols["id"]), len(edge_cols["src"])
-        counts = {"nodes": n_nodes, "edges": n_edges, "audit": len(audits)}
-
-        def load() -> None:
-            store = self._s.store
-            for ns, ids in ids_by_ns.items():
-                clash = store.existing_ids(ns, list(ids))
-                if clash:
-                    raise InvalidInput(
-                        f"memory {sorted(clash)[0]!r} already exists in namespace {ns!r} "
-                        f"({len(clash)} clash in all): import into an empty namespace "
-                        "(--into) or a new store; nothing was imported",
-                        field="src",
-                    )
-            for ns, missing in dangling.items():
-                absent = missing - store.existing_ids(ns, list(missing))
-                if absent:
-                    raise InvalidInput(
-                        f"an edge points at memory {sorted(absent)[0]!r}, which is neither in the "
-                        f"import nor in namespace {ns!r}; nothing was imported",
-                        field="src",
-                    )
-            total, done = n_nodes + n_edges, 0
-            # Into empty namespaces, with every edge inside the file, the keys follow from the
-            # file alone: they are stored with the rows instead of recomputed from the store.
-            fresh = (
-                not dangling
-                and edge_namespaces <= set(ids_by_ns)
-                and not any(store.top_by_key(ns, Tier.FROZEN, 1) for ns in ids_by_ns)
-            )
-            if fresh and n_nodes:
-                scores = self._file_keys(node_cols, edge_cols, node_keys, ends)
-                store.bulk_insert({**node_cols, **scores}, edge_cols)
-                if progress:
-                    progress(total, total)
-            for lo in range(0, 0 if fresh and n_nodes else n_nodes, batch):
-                nodes_part = {c: v[lo : lo + batch] for c, v in node_cols.items()}
-                store.bulk_insert(nodes_part, {c: [] for c in edge_cols})
-                done += len(nodes_part["id"])
-                if progress:
-                    progress(done, total)
-            for lo in range(0, 0 if fresh and n_nodes else n_edges, 10 * batch):  # one pass
-                edges_part = {c: v[lo : lo + 10 * batch] for c, v in edge_cols.items()}
-                store.bulk_insert({c: [] for c in node_cols}, edges_part)
-                done += len(edges_part["src"])
-                if progress:
-                    progress(done, total)
-            by_audit_ns: dict[str, list[AuditEntry]] = {}
-            for a in audits:
-                by_audit_ns.setdefault(a.namespace, []).append(a)
-            for ns, entries in by_audit_ns.items():
-                offset = store.last_audit_seq(ns)
-                entries.sort(key=lambda a: a.seq)
-                store.append_audit([a.model_copy(update={"seq": a.seq + offset}) for a in entries])
-            for ns in set(ids_by_ns) | edge_namespaces:  # keys are derived: recompute
-                if fresh and n_nodes:
-                    self._reference_from(ns, node_cols, scores["key"])
-                else:
-                    self._recompute(ns)
-
+        job = _ImportJob.plan(*parsed)
+        del parsed
+        counts = {"nodes": job.n_nodes, "edges": job.n_edges, "audit": len(job.audits)}
         # What the vectors step needs once the import has committed (the columns are let go).
         to_embed = (
-            {c: node_cols[c] for c in ("namespace", "id", "text")}
+            {c: job.node_cols[c] for c in ("namespace", "id", "text")}
             if carried or self._s.embedder is not None
             else None
         )
         gate, committed = _InterruptGate(), False
         try:
-            with gate, self._s.lock, self._s.store.bulk_load(n_nodes):
+            with gate, self._s.lock, self._s.store.bulk_load(job.n_nodes):
                 with self._tx():
-                    load()
+                    self._load(job, batch, progress)
                     # The columns are stored: let them go before the text index is built
                     # (as bulk_load ends), which needs the memory at a million memories.
-                    node_cols, edge_cols, ends, ids_by_ns = {}, {}, [], {}
+                    job.release()
                     # Ctrl-C from here waits for the commit to end, so that an interrupted
                     # import is reported as what it is: rolled back, or committed.
                     gate.hold()
@@ -258,6 +146,59 @@ class TransferMixin(BrainBase):
             counts["vectors"] = self._import_vectors(to_embed, carried)
             self.last_import = counts
         return counts
+
+    def _parse_import(
+        self, source: bytes | Path, target: str | None
+    ) -> tuple[records.Columns, records.Columns, list[AuditEntry]]:
+        """The export's node and edge columns and its audit entries: parsed column-wise with
+        Arrow, or line by line when the file needs it (:class:`records.SlowPath`)."""
+
+        def lines() -> list[str]:
+            data = source.read_bytes() if isinstance(source, Path) else source
+            return [line for line in data.decode("utf-8").splitlines() if line.strip()]
+
+        try:
+            node_cols, edge_cols, audit_rows = records.read_columns(source, target)
+            if audit_rows:
+                numbered = lines()
+                audits = [_audit_record(numbered[i], i + 1, target) for i in audit_rows]
+            else:
+                audits = []
+            head = _first_line(source)
+            if '"ebb-export"' in head:
+                _check_header(head)
+        except records.SlowPath:
+            defaults = records.Defaults(self._ns, self._now_us())
+            node_cols, edge_cols, audits = _parse_lines(lines(), target, defaults)
+        return node_cols, edge_cols, audits
+
+    def _load(self, job: _ImportJob, batch: int, progress: Progress | None) -> None:
+        """Store what ``job`` imports (inside the import's transaction): refused, with nothing
+        written, on an id clash or an edge to a memory that is nowhere; then the rows, the
+        audit entries and the keys."""
+        store = self._s.store
+        _refuse_clashes(store, job)
+        # Into empty namespaces, with every edge inside the file, the keys follow from the
+        # file alone: they are stored with the rows instead of recomputed from the store.
+        fresh = (
+            not job.dangling
+            and job.edge_namespaces <= set(job.ids_by_ns)
+            and not any(store.top_by_key(ns, Tier.FROZEN, 1) for ns in job.ids_by_ns)
+        ) and job.n_nodes > 0
+        if fresh:
+            scores = self._file_keys(job.node_cols, job.edge_cols, job.node_keys, job.ends)
+            store.bulk_insert({**job.node_cols, **scores}, job.edge_cols)
+            if progress:
+                total = job.n_nodes + job.n_edges
+                progress(total, total)
+        else:
+            _insert_in_batches(store, job, batch, progress)
+        _append_audits(store, job.audits)
+        for ns in set(job.ids_by_ns) | job.edge_namespaces:  # keys are derived: recompute
+            if fresh:
+                self._reference_from(ns, job.node_cols, scores["key"])
+            else:
+                self._recompute(ns)
 
     def _import_vectors(
         self, node_cols: Mapping[str, Any], carried: Mapping[tuple[str, str], tuple[str, Any]]
@@ -373,74 +314,6 @@ class CommittedInterrupt(KeyboardInterrupt):
             f"{counts['edges']} edges and {counts['audit']} audit entries are stored"
         )
         self.counts = counts
-
-
-class _InterruptGate:
-    """SIGINT handling for a critical stretch: while held, Ctrl-C is recorded instead of raised,
-    and ``release`` raises it. Only the main thread receives signals; elsewhere it does nothing."""
-
-    def __init__(self) -> None:
-        self._held = self._pending = False
-        self._previous: Any = None
-        self._installed = False
-
-    def __enter__(self) -> _InterruptGate:
-        import signal
-
-        if threading.current_thread() is threading.main_thread():
-            previous = signal.getsignal(signal.SIGINT)
-            if previous is signal.default_int_handler:  # only replace Python's own handler
-                self._previous = previous
-                signal.signal(signal.SIGINT, self._on_sigint)
-                self._installed = True
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        import signal
-
-        if self._installed:
-            signal.signal(signal.SIGINT, self._previous)
-            self._installed = False
-
-    def _on_sigint(self, signum: int, frame: Any) -> None:
-        if self._held:
-            self._pending = True
-        else:
-            raise KeyboardInterrupt
-
-    def hold(self) -> None:
-        self._held = True
-
-    def release(self) -> None:
-        self._held = False
-        if self._pending:
-            self._pending = False
-            raise KeyboardInterrupt
-
-
-def _column(column: Any, typ: str) -> Any:
-    """``column`` (a list or an Arrow array, as import columns come) as an Arrow chunked array."""
-    import pyarrow as pa
-
-    if isinstance(column, pa.ChunkedArray):
-        return column.cast(typ)
-    if isinstance(column, pa.Array):
-        return pa.chunked_array([column]).cast(typ)
-    return pa.chunked_array([pa.array(column, typ)], typ)
-
-
-def _keyed(namespaces: Any, ids: Any) -> Any:
-    """``namespace`` and ``id`` joined by a control character (neither may hold one): one
-    string per row naming a memory across namespaces."""
-    import pyarrow.compute as pc
-
-    return pc.binary_join_element_wise(
-        _column(namespaces, "string"), _column(ids, "string"), "\x1f"
-    )
-
-
-def _pylist(column: Any) -> list[Any]:
-    return column if isinstance(column, list) else column.to_pylist()
 
 
 def _split_vectors(
