@@ -158,7 +158,9 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
                     stdin.attach(write_stream)
                     lowlevel = self._lowlevel_server
                     await lowlevel.run(
-                        read_stream, write_stream, lowlevel.create_initialization_options()
+                        stdin.messages(read_stream),
+                        write_stream,
+                        lowlevel.create_initialization_options(),
                     )
             finally:
                 if stdout is not None:

@@ -8,8 +8,10 @@ refuses although it is valid JSON (an escaped lone surrogate ``"\\ud800"``, nest
 its recursion limit, ``NaN``), and for JSON that is not a JSON-RPC message (a batch, a missing
 ``method``, an id that is neither a string nor an integer).
 
-:class:`GuardedStdin` reads stdin itself and gives the SDK only the lines the SDK can parse. Every
-other line is answered here, so every request gets a response:
+:class:`GuardedStdin` reads stdin itself and hands the SDK each line; the SDK parses it (once) and
+:meth:`GuardedStdin.messages` passes on what the server should see, pairing each parsed message or
+parse error with its line. Every line the SDK could not parse, or parsed into something it would
+not answer, is answered here, so every request gets a response:
 
 - not JSON at all → ``-32700`` *parse error* with ``"id": null`` (the id cannot be known);
 - JSON, but not a request the server can take → ``-32600`` *invalid request*, with the request's
@@ -32,6 +34,7 @@ Anything else (a terminal, a file) keeps the SDK's threaded way.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
@@ -226,11 +229,14 @@ def _has_id(line: str) -> bool:
 
 
 class GuardedStdin:
-    """Lines from stdin for the SDK's stdio transport, minus the ones it would drop unanswered.
+    """Lines from stdin for the SDK's stdio transport, and what the server gets of each.
 
     Pass it as ``stdio_server(stdin=...)``; call :meth:`attach` with the transport's write stream
-    before the first line is read. Reads bytes (never replacing invalid UTF-8 the way the SDK's
-    text wrapper does), so a line that is not UTF-8 is answered as a parse error.
+    before the first line is read, and give the server :meth:`messages` of the transport's read
+    stream instead of the stream itself: the SDK parses each line once, and a line it could not
+    parse, or parsed into a notification although it has an id, is answered here instead of
+    reaching the server. Reads bytes (never replacing invalid UTF-8 the way the SDK's text wrapper
+    does), so a line that is not UTF-8 is answered as a parse error without reaching the SDK.
     """
 
     def __init__(self, stream: BinaryIO | None = None) -> None:
@@ -239,6 +245,7 @@ class GuardedStdin:
         self._ready: anyio.Event | None = None
         self._pipe: _PipeLines | None = None
         self._tried_pipe = False
+        self._lines: collections.deque[str] = collections.deque()  # handed to the SDK, unpaired
 
     async def _readline(self, limit: int) -> bytes:
         """The next line (with its newline), at most ``limit`` bytes of it; ``b""`` at the end."""
@@ -258,8 +265,6 @@ class GuardedStdin:
         return self
 
     async def __anext__(self) -> str:
-        from mcp_types import JSONRPCNotification, jsonrpc_message_adapter
-
         if self._write is None:
             self._ready = self._ready or anyio.Event()
             await self._ready.wait()
@@ -292,28 +297,45 @@ class GuardedStdin:
                 continue
             if not line.strip():
                 continue
-            try:
-                message = jsonrpc_message_adapter.validate_json(line, by_name=False)
-            except Exception:
-                try:
-                    reply = answer_for(line)
-                    if reply is not None and "error" not in reply:
-                        return json.dumps(reply)  # a call to be refused as a tool error
-                    if reply is not None:
-                        await self._reply(reply)
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    raise StopAsyncIteration from None  # the server is shutting down
-                except Exception:  # never let one bad line stop the server
-                    log.exception("ebb mcp: could not answer a line it could not parse")
-                continue
+            # The SDK parses it once and hands the result (or its parse error) on exactly once
+            # per line, in order: :meth:`messages` pairs each with this line.
+            self._lines.append(line)
+            return line
+
+    def messages(self, read_stream: Any) -> _GuardedMessages:
+        """The SDK transport's read stream as the server should see it: every message the SDK
+        parsed, minus the lines answered here (see the module docstring)."""
+        return _GuardedMessages(read_stream, self)
+
+    async def settle(self, line: str, item: Any) -> Any:
+        """What the server gets for ``line``, which the SDK parsed into ``item`` (a message, or
+        the exception its parser raised): the message itself, a replacement call refused with a
+        tool error, or ``None`` once the line is answered here."""
+        from mcp.shared.message import SessionMessage
+        from mcp_types import JSONRPCNotification, jsonrpc_message_adapter
+
+        if not isinstance(item, Exception):
+            message = getattr(item, "message", None)
             if isinstance(message, JSONRPCNotification) and '"id"' in line and _has_id(line):
                 # A request whose id is neither a string nor an integer parses as a
                 # notification (the SDK ignores unknown fields) and would go unanswered.
                 reply = answer_for(line)
                 if reply is not None:
                     await self._reply(reply)
-                continue
-            return line
+                return None
+            return item
+        try:
+            reply = answer_for(line)
+            if reply is not None and "error" not in reply:  # a call to be refused as a tool error
+                call = jsonrpc_message_adapter.validate_json(json.dumps(reply), by_name=False)
+                return SessionMessage(call)
+            if reply is not None:
+                await self._reply(reply)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise
+        except Exception:  # never let one bad line stop the server
+            log.exception("ebb mcp: could not answer a line it could not parse")
+        return None
 
     async def _discard_rest(self) -> None:
         while True:
@@ -327,6 +349,53 @@ class GuardedStdin:
 
         message = jsonrpc_message_adapter.validate_python(reply)
         await self._write.send(SessionMessage(message))
+
+
+class _GuardedMessages:
+    """The SDK's read stream, with each item paired with the stdin line it came from and
+    settled by :meth:`GuardedStdin.settle` (lines answered here are not passed on)."""
+
+    def __init__(self, inner: Any, stdin: GuardedStdin) -> None:
+        self._inner = inner
+        self._stdin = stdin
+
+    @property
+    def last_context(self) -> Any:  # the sender's context, which the SDK's dispatcher reads
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self._inner.receive()
+            lines = self._stdin._lines
+            if not lines:  # not from a line of ours: pass it on as it is
+                return item
+            try:
+                settled = await self._stdin.settle(lines.popleft(), item)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                raise anyio.EndOfStream from None  # the server is shutting down
+            if settled is not None:
+                return settled
+
+    def __aiter__(self) -> _GuardedMessages:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _GuardedMessages:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 def _on_asyncio() -> bool:
