@@ -20,6 +20,10 @@ Every side works on its own copy of the store and they take turns call by call (
 HTTP, in-process, reference, then the next query), so all of them meet the same moments of a
 shared machine. The client's own check of each result against the tool's output schema
 (``jsonschema``, in the SDK's client) is timed apart and reported, for Ebb and the reference.
+So is the CPU time each call costs (on Linux): the server process's (all its threads, from
+``/proc``) and the client's (this process's ``time.process_time`` around the call). On a
+machine loaded past its cores a call's wall time is roughly its CPU times the load over the
+cores, so the CPU figures compare the servers where the wall times mostly measure the load.
 
 Queries: half one common word (Zipf ranks 10-100 of a 20,000-word vocabulary, each in roughly
 1-8 % of the memories; ``--common-ranks`` to change), half the token of one memory.
@@ -198,6 +202,47 @@ class Side:
         write: Callable[[int], Awaitable[Any]],
     ) -> None:
         self.name, self.search, self.write = name, search, write
+        self.pid: int | None = None  # the server's process, for its CPU time
+
+
+def cpu_seconds(pid: int | None) -> float | None:
+    """CPU time (user + system, all threads) a process has used, or ``None`` (not Linux, gone)."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def child_pids() -> dict[int, str]:
+    """This process's child processes and their command lines (Linux; empty elsewhere)."""
+    found: dict[int, str] = {}
+    me = str(os.getpid())
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[1] != me:
+                    continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                found[int(entry)] = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+def new_child(before: dict[int, str]) -> int | None:
+    """The one child process started since ``before`` was taken, if there is exactly one."""
+    new = [pid for pid in child_pids() if pid not in before]
+    return new[0] if len(new) == 1 else None
 
 
 def mcp_side(name: str, client: Client, corpus: Corpus, search: str, write: str) -> Side:
@@ -242,22 +287,33 @@ async def interleaved(sides: list[Side], corpus: Corpus, ops: int) -> dict[str, 
     times: dict[str, dict[str, list[float]]] = {
         n: {"search": [], "write": [], "search_check": [], "write_check": []} for n in names
     }
+    client_cpu = {n: {"search": 0.0, "write": 0.0} for n in names}
 
     async def one(side: Side, op: str, call: Awaitable[Any]) -> None:
         before = _CHECKED[0]
+        c0 = time.process_time()
         t0 = time.perf_counter()
         result = await call
         times[side.name][op].append((time.perf_counter() - t0) * 1000)
+        client_cpu[side.name][op] += time.process_time() - c0
         times[side.name][f"{op}_check"].append(_CHECKED[0] - before)
         if getattr(result, "is_error", False):
             raise RuntimeError(f"a benchmark call to {side.name} failed: {result.content}")
 
+    start = {s.name: cpu_seconds(s.pid) for s in sides}
     for i, q in enumerate(corpus.queries[:ops]):
         for side in sides[i % len(sides) :] + sides[: i % len(sides)]:
             await one(side, "search", side.search(q))
+    middle = {s.name: cpu_seconds(s.pid) for s in sides}
     for i in range(ops // 2):
         for side in sides[i % len(sides) :] + sides[: i % len(sides)]:
             await one(side, "write", side.write(i))
+    end = {s.name: cpu_seconds(s.pid) for s in sides}
+
+    def per_call(a: float | None, b: float | None, calls: int) -> float | None:
+        return None if a is None or b is None else round((b - a) / calls * 1000, 2)
+
+    writes = ops // 2
     return {
         n: {
             "search": summary(t["search"]),
@@ -265,6 +321,12 @@ async def interleaved(sides: list[Side], corpus: Corpus, ops: int) -> dict[str, 
             "client_check": {
                 "search_p50": round(statistics.median(t["search_check"]), 2),
                 "write_p50": round(statistics.median(t["write_check"]), 2),
+            },
+            "cpu_ms_per_call": {
+                "server_search": per_call(start[n], middle[n], ops),
+                "server_write": per_call(middle[n], end[n], writes),
+                "client_search": round(client_cpu[n]["search"] / ops * 1000, 2),
+                "client_write": round(client_cpu[n]["write"] / writes * 1000, 2),
             },
         }
         for n, t in times.items()
@@ -333,10 +395,14 @@ async def run_sides(
     local_db = copy_store(db, db.with_name(db.stem + "-local.kuzu"))
     grouped_db = copy_store(db, db.with_name(db.stem + "-grouped.kuzu"))
     async with contextlib.AsyncExitStack() as stack:
+        children = child_pids()
         stdio = await stack.enter_async_context(
             Client(StdioServerParameters(command=str(EBB), args=["mcp"], env=store_env(db)))
         )
+        stdio_pid = new_child(children)
+        children = child_pids()
         url = await stack.enter_async_context(http_server(http_db))
+        http_pid = new_child(children)
         http = await stack.enter_async_context(Client(url))
         brain = stack.enter_context(Brain.open(local_db, backend="kuzu", namespace=NAMESPACE))
         grouped = stack.enter_context(
@@ -348,22 +414,27 @@ async def run_sides(
             local_side(brain, corpus),
             local_side(grouped, corpus, "in_process_grouped"),
         ]
+        sides[0].pid, sides[1].pid = stdio_pid, http_pid
         if other_src is not None:
             other_db = copy_store(db, db.with_name(db.stem + "-other.kuzu"))
             env = {**store_env(other_db), "PYTHONPATH": str(other_src)}
             params = StdioServerParameters(
                 command=sys.executable, args=["-m", "ebb_core.cli", "mcp"], env=env
             )
+            children = child_pids()
             other = await stack.enter_async_context(Client(params))
             sides.append(mcp_side("other_stdio", other, corpus, "recall", "remember"))
+            sides[-1].pid = new_child(children)
         if reference_js is not None and reference_data is not None:
             params = StdioServerParameters(
                 command="node",
                 args=[str(reference_js)],
                 env={"MEMORY_FILE_PATH": str(reference_data), "PATH": os.environ.get("PATH", "")},
             )
+            children = child_pids()
             ref = await stack.enter_async_context(Client(params))
             sides.append(mcp_side("reference", ref, corpus, "search_nodes", "create_entities"))
+            sides[-1].pid = new_child(children)
         return await interleaved(sides, corpus, ops)
 
 
@@ -567,6 +638,29 @@ def table(rows: list[dict[str, Any]], ref_note: str) -> str:
         lines.append(
             f"| {r['memories']:,} | {pair(g)} | {t['recall_p95_over_grouped_ms']:+.1f} ms | "
             f"{one(g)} | {t['remember_p50_over_grouped_ms']:+.1f} ms |"
+        )
+    lines += [
+        "",
+        "| memories | CPU per search call, server · client (Ebb stdio / Ebb HTTP / reference) | "
+        "CPU per write call, server · client (Ebb stdio / Ebb HTTP / reference) |",
+        "|---|---|---|",
+    ]
+
+    def cpu(d: dict[str, Any] | None, op: str) -> str:
+        if not d:
+            return "—"
+        c = d["cpu_ms_per_call"]
+        server = c[f"server_{op}"]
+        return f"{'?' if server is None else f'{server:.2f}'} · {c[f'client_{op}']:.2f}"
+
+    for r in rows:
+        sides = (r["ebb_stdio"], r["ebb_http"], r.get("reference"))
+        lines.append(
+            f"| {r['memories']:,} | "
+            + " / ".join(cpu(d, "search") for d in sides)
+            + " ms | "
+            + " / ".join(cpu(d, "write") for d in sides)
+            + " ms |"
         )
     if any("other_stdio" in r for r in rows):
         lines += [
