@@ -28,9 +28,11 @@ class Neo4jSearch(Neo4jSession):
             return []
         rows = self._read(
             # Decay first (relationship properties only), then the other end's tier: a hub's
-            # stale edges never cost a node read.
+            # stale edges never cost a node read. scoring.decay: a link reinforced after $now
+            # (clock skew) counts as reinforced at $now.
             "UNWIND $ids AS i MATCH (s:Memory {ns: $ns, id: i})-[e:LINK]-(m) "
-            "WITH s, m, e, e.weight * 2.0 ^ (toFloat(e.reinforced_us - $now) / $h) AS dw "
+            "WITH s, m, e, e.weight * 2.0 ^ (-toFloat(CASE WHEN e.reinforced_us < $now "
+            "THEN $now - e.reinforced_us ELSE 0 END) / $h) AS dw "
             "WHERE dw >= $min WITH s, m, e, dw WHERE m.tier < 4 "
             "RETURN s.id AS s, m.id AS m, e.kind AS kind, startNode(e) = s AS out, "
             "e.weight AS w, e.reinforced_us AS t ORDER BY dw DESC, m, s, kind LIMIT $lim",

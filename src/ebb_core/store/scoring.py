@@ -6,11 +6,11 @@ backend runs them where its data is (Kùzu in numpy over its columns, Neo4j in C
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from .. import scoring
 from ..model import Tier
 from .values import TierMove, TierMoveColumns
 from .writes import FastWrites
@@ -20,7 +20,6 @@ class ServerScoring(FastWrites):
     """Whole-namespace scoring passes (capability ``"scoring"``); the defaults may use the
     indexed reads and the fast writes."""
 
-    @abstractmethod
     def recompute_keys(
         self,
         namespace: str,
@@ -38,12 +37,53 @@ class ServerScoring(FastWrites):
         backend has; a backend may offer others (e.g. ``"pagerank"``) and must raise
         ``InvalidInput`` naming the ones it has for any other value.
         """
+        import numpy as np
 
-    @abstractmethod
+        from ..clock import to_us
+        from ..errors import InvalidInput
+
+        if spreading != "default":
+            raise InvalidInput(
+                f"spreading {spreading!r} is not available on the {self.backend} backend: "
+                "choose 'default'",
+                field="spreading",
+            )
+        nodes = [n for batch in self.scan_nodes(namespace) for n in batch]
+        at = {n.id: k for k, n in enumerate(nodes)}
+        edges = [e for batch in self.scan_edges(namespace) for e in batch]
+        read = [n.last_read_at for n in nodes]
+        base, key, degree = scoring.graph_keys(
+            len(nodes),
+            np.array([at[e.src] for e in edges], np.int64),
+            np.array([at[e.dst] for e in edges], np.int64),
+            np.array([e.weight for e in edges], np.float64),
+            np.array([to_us(e.reinforced_at) for e in edges], np.int64),
+            np.array([0 if r is None else to_us(r) for r in read], np.int64),
+            np.array([r is not None for r in read], np.bool_),
+            epoch_us,
+            half_life_us,
+            read_bonus,
+            spread,
+        )
+        changes = {
+            n.id: {"base_key": float(b), "key": float(k), "degree": int(d)}
+            for n, b, k, d in zip(nodes, base.tolist(), key.tolist(), degree.tolist(), strict=True)
+        }
+        with self.transaction():
+            self.update_nodes(namespace, changes)
+        return len(nodes)
+
     def scale_keys(self, factor: float) -> None:
         """Multiply every key in every namespace by ``factor`` (moving the scoring epoch)."""
+        with self.transaction():
+            for ns in self.namespaces():
+                changes = {
+                    n.id: {"key": n.key * factor, "base_key": n.base_key * factor}
+                    for batch in self.scan_nodes(ns)
+                    for n in batch
+                }
+                self.update_nodes(ns, changes)
 
-    @abstractmethod
     def reference_key(self, namespace: str, quantile: float) -> tuple[float, int]:
         """The key tiers are normalised against, and its 0-based rank.
 
@@ -51,8 +91,14 @@ class ServerScoring(FastWrites):
         rank ``floor(count × (1 − quantile))``: the most active one in a small graph, the top
         percentile in a large one. ``(0.0, 0)`` when there is none.
         """
+        live = [
+            n.key
+            for batch in self.scan_nodes(namespace)
+            for n in batch
+            if not n.pinned and n.tier < Tier.FROZEN
+        ]
+        return scoring.reference_of(live, quantile)
 
-    @abstractmethod
     def tier_moves(
         self,
         namespace: str,
@@ -66,6 +112,18 @@ class ServerScoring(FastWrites):
         Rules: pinned nodes belong in hot; frozen nodes never leave frozen here (only a human's
         restore does that); otherwise the cut-offs of :func:`ebb_core.scoring.tier_for` apply.
         """
+        import numpy as np
+
+        nodes = [n for b in self.scan_nodes(namespace) for n in b if n.tier < Tier.FROZEN]
+        keys = np.array([n.key for n in nodes], np.float64)
+        ratios = keys / reference if reference > 0 else np.ones(len(nodes))
+        pinned = np.array([n.pinned for n in nodes], np.bool_)
+        target = scoring.tiers_for(ratios, pinned, hot_ratio, warm_ratio, cold_ratio)
+        return [
+            TierMove(n.id, n.tier, Tier(int(t)), float(r))
+            for n, t, r in zip(nodes, target.tolist(), ratios.tolist(), strict=True)
+            if t != n.tier
+        ]
 
     def tier_move_columns(
         self,

@@ -7,7 +7,6 @@ overrides them to fold writes into fewer statements.
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
@@ -49,17 +48,42 @@ class FastWrites(IndexedReads):
         """Like :meth:`upsert_edges` for edges known not to exist yet (cheaper on some engines)."""
         self.upsert_edges(edges)
 
-    @abstractmethod
     def update_nodes(self, namespace: str, changes: Mapping[str, Mapping[str, Any]]) -> None:
-        """Set some fields (see :data:`UPDATABLE_FIELDS`) of existing nodes."""
+        """Set some fields (see :data:`UPDATABLE_FIELDS`) of existing nodes.
 
-    @abstractmethod
+        The default reads the nodes and writes them back whole."""
+        nodes = self.get_nodes(namespace, list(changes))
+        updated = [n.model_copy(update=dict(changes[i])) for i, n in nodes.items()]
+        if updated:
+            self.upsert_nodes(updated)
+
     def adjust(self, namespace: str, changes: Mapping[str, Adjustment]) -> None:
         """Apply incremental scoring changes (and field updates) to existing nodes.
 
         Pushes travel over the edges as they are when this runs: the Brain calls it before
-        creating new edges and after deleting nodes.
+        creating new edges and after deleting nodes. The default reads the nodes (and, for
+        pushes, their edges) and writes them back whole.
         """
+        nodes = self.get_nodes(namespace, list(changes))
+        pushed: dict[str, float] = {}
+        pushing = [i for i, a in changes.items() if a.push_delta and i in nodes]
+        for inc in self.incident(namespace, pushing) if pushing else ():
+            delta = changes[inc.node_id].push_delta
+            pushed[inc.other.id] = pushed.get(inc.other.id, 0.0) + delta
+            nodes.setdefault(inc.other.id, inc.other)
+        out = []
+        for i, n in nodes.items():
+            adj = changes.get(i, Adjustment())
+            update: dict[str, Any] = dict(adj.fields)
+            if adj.base_delta:
+                update["base_key"] = n.base_key + adj.base_delta
+            if adj.key_delta or i in pushed:
+                update["key"] = n.key + adj.key_delta + pushed.get(i, 0.0)
+            if adj.degree_delta:
+                update["degree"] = n.degree + adj.degree_delta
+            out.append(n.model_copy(update=update))
+        if out:
+            self.upsert_nodes(out)
 
     def write_event(
         self,
@@ -86,7 +110,6 @@ class FastWrites(IndexedReads):
             if new_edges:
                 self.insert_edges(new_edges)
 
-    @abstractmethod
     def bulk_insert(
         self, nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]
     ) -> None:
@@ -95,8 +118,43 @@ class FastWrites(IndexedReads):
         ``nodes`` are new (their ids do not exist yet); ``edges`` join nodes that exist once the
         nodes are in. Scoring fields start at zero (the Brain recomputes them afterwards) unless
         ``nodes`` carries ``base_key``, ``key`` and ``degree`` columns: then they are stored as
-        given (an import into empty namespaces computes them from the file).
+        given (an import into empty namespaces computes them from the file). The default builds
+        one node and one edge object per row.
         """
+        import json
+
+        from ..clock import from_us
+        from ..records import node_from_row
+
+        def rows(cols: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
+            lists = {
+                k: v.to_pylist() if hasattr(v, "to_pylist") else list(v) for k, v in cols.items()
+            }
+            size = len(next(iter(lists.values()), []))
+            return [{k: v[r] for k, v in lists.items()} for r in range(size)]
+
+        new = [
+            node_from_row({"base_key": 0.0, "key": 0.0, "degree": 0, **r, "ns": r["namespace"]})
+            for r in rows(nodes)
+        ]
+        links = [
+            Edge(
+                namespace=r["namespace"],
+                src=r["src"],
+                dst=r["dst"],
+                kind=r["kind"],
+                weight=float(r["weight"]),
+                created_at=from_us(int(r["created_us"])),
+                reinforced_at=from_us(int(r["reinforced_us"])),
+                props=json.loads(r["props"]) if r.get("props") else {},
+            )
+            for r in rows(edges)
+        ]
+        with self.transaction():
+            if new:
+                self.insert_nodes(new)
+            if links:
+                self.insert_edges(links)
 
     def append_audit_columns(
         self, namespace: str, first_seq: int, at: datetime, columns: Mapping[str, Sequence[Any]]

@@ -34,6 +34,7 @@ from ._base import (
     small_graph,
     small_namespace,
 )
+from .capabilities import CapabilityContract
 from .data import DataContract
 from .grouping import GroupingContract
 from .scoring import ScoringContract
@@ -41,6 +42,7 @@ from .scoring import ScoringContract
 __all__ = [
     "NEIGHBOUR_QUERIES",
     "T0",
+    "CapabilityContract",
     "DataContract",
     "GroupingContract",
     "ScoringContract",
@@ -57,6 +59,6 @@ __all__ = [
 ]
 
 
-class StoreContractTests(ScoringContract, DataContract, GroupingContract):
+class StoreContractTests(ScoringContract, DataContract, GroupingContract, CapabilityContract):
     """What every :class:`~ebb_core.store.GraphStore` must do. Subclass it (the subclass's name
     starting with ``Test``) and define the ``open_store`` fixture."""
