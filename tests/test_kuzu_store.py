@@ -128,6 +128,13 @@ def test_store_path_errors_are_clear(tmp_path: Path) -> None:
         KuzuStore(tmp_path)
 
 
+@pytest.fixture
+def mirror_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For the tests of the mirror's copies themselves: the mirror on, also in the run of
+    this file with it off (tests/test_kuzu_mirror_off.py)."""
+    monkeypatch.setenv("EBB_KUZU_MIRROR", "1")
+
+
 def test_an_in_memory_path_is_refused_and_writes_no_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -231,6 +238,7 @@ def _assert_text_copy_matches_kuzu(store: KuzuStore, queries: Sequence[str] = ()
             assert mine[o] == pytest.approx(score, rel=1e-9), (q, o)
 
 
+@pytest.mark.usefixtures("mirror_on")
 def test_in_process_copies_follow_every_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -453,6 +461,7 @@ def test_memory_budget_sizes_are_parsed_and_bad_ones_refused(
         assert err.value.field == "EBB_MEMORY_BUDGET"
 
 
+@pytest.mark.usefixtures("mirror_on")
 def test_a_store_over_its_memory_budget_recalls_what_an_unbounded_one_does(
     tmp_path: Path,
 ) -> None:
@@ -723,6 +732,7 @@ TRICKY_TEXTS = [
 ]
 
 
+@pytest.mark.usefixtures("mirror_on")
 def test_the_text_copy_scores_as_kuzus_index_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -21,7 +21,6 @@ from .kuzu.audit import KuzuAudit
 from .kuzu.bulk import KuzuBulk
 from .kuzu.copies import _BASE_COLUMNS as _BASE_COLUMNS
 from .kuzu.copies import _ROW_KEYS as _ROW_KEYS
-from .kuzu.copies import _RecallCache, _RowCache
 from .kuzu.engine import (
     _ABANDONED,
     _buffer_pool,
@@ -39,6 +38,7 @@ from .kuzu.links import KuzuLinks
 from .kuzu.links import _decode_links as _decode_links
 from .kuzu.maintain import KuzuMaintain
 from .kuzu.meta import KuzuMeta
+from .kuzu.mirror import Mirror
 from .kuzu.queries import _SMALL as _SMALL
 from .kuzu.queries import FTS_INDEX as FTS_INDEX
 from .kuzu.queries import INDEX_STATE as INDEX_STATE
@@ -85,6 +85,7 @@ class KuzuStore(
         create: bool = True,
         rebuild: bool = True,
         memory_budget: int | None = None,
+        mirror: bool | None = None,
     ) -> None:
         """Open (or, unless ``create`` is false, create) the store file at ``path``.
 
@@ -99,13 +100,17 @@ class KuzuStore(
         If a kill left the index in the one state Kùzu cannot clean up (``rebuild``, the
         default), the store is rebuilt from its rows (:func:`repair.rebuild_in_place`), the
         old file kept beside it, and a :class:`StoreRebuilt` warning says where.
+        ``mirror=False`` (default: ``EBB_KUZU_MIRROR``, on) keeps no in-process copy of the
+        tables between writes (see :mod:`ebb_core.kuzu.mirror`): slower, for tests.
         """
         self._check_path(path, create)
         kuzu = _kuzu.load()
         recovering = self._leftover_log(read_only)
         self._budget = memory_budget_from_env() if memory_budget is None else int(memory_budget)
         recovering = self._open_engine(kuzu, read_only, recovering)
-        self._init_state(snapshot)
+        if mirror is None:  # EBB_KUZU_MIRROR=0: no in-process copy kept (see kuzu.mirror)
+            mirror = os.environ.get("EBB_KUZU_MIRROR", "1").strip().lower() not in _OFF
+        self._init_state(snapshot, mirror)
         self._connect(kuzu, path, read_only, recovering, self._snapshot, rebuild)
 
     def _check_path(self, path: str | os.PathLike[str], create: bool) -> None:
@@ -187,7 +192,7 @@ class KuzuStore(
             raise storage_error(exc, self._path, "open") from None
         return recovering
 
-    def _init_state(self, snapshot: bool | None) -> None:
+    def _init_state(self, snapshot: bool | None, mirror: bool) -> None:
         """The session's state and the in-process copies, all empty."""
         self._lock = threading.RLock()
         self._depth = 0
@@ -195,8 +200,7 @@ class KuzuStore(
         self._sealed = False  # ... or was committed by a final write_event
         # Prepared once per query text: measured ~30% faster than re-planning on every call.
         self._prepared: dict[str, Any] = {}
-        self._cache = _RecallCache()
-        self._rows_cache = _RowCache()
+        self._mirror = Mirror(enabled=mirror)  # every in-process copy (see kuzu.mirror)
         self._row_reads = 0  # rows read from the table (see _row: when to take a snapshot)
         self._searches = 0  # text searches so far (see _warm: when to build the recall columns)
         self._cold_left = _COLD_CALLS  # lookups answered by queries before the cache is built
@@ -204,13 +208,9 @@ class KuzuStore(
             snapshot = os.environ.get("EBB_KUZU_SNAPSHOT", "1").strip().lower() not in _OFF
         self._snapshot = snapshot
         # The in-process copy of the full-text index (kuzu_text_index): built at the first warm
-        # search when its postings fit in an eighth of the budget; None until then or without.
-        self._text: Any = None
-        self._text_skip = os.environ.get("EBB_KUZU_TEXT_COPY", "1").strip().lower() in _OFF
-        self._meta: dict[str, str | None] = {}
-        # old uid -> uids of the memories that supersede it (None: not read yet); only this
-        # process writes the file, so the copy stays true until a write it sees changes it
-        self._supersedes: dict[str, list[str]] | None = None
+        # search when its postings fit in an eighth of the budget; never with the mirror off.
+        text_copy = os.environ.get("EBB_KUZU_TEXT_COPY", "1").strip().lower() not in _OFF
+        self._text_skip = not (text_copy and mirror)
         self._closed = False
         self._wal_failed = False
         self._index_dropped = False  # a bulk_load has dropped the text index (see there)
@@ -264,6 +264,7 @@ class KuzuStore(
                 snapshot=snapshot,
                 rebuild=False,
                 memory_budget=self._budget,
+                mirror=self._mirror.enabled,
             )
         except BaseException as exc:
             self._abandon()

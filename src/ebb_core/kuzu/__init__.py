@@ -1,18 +1,27 @@
-"""The embedded Kùzu backend, one module per concern (being split out of ``ebb_core.kuzu_store``).
+"""The embedded Kùzu backend, one module per concern.
 
-* ``ebb_core.kuzu_store``: :class:`~ebb_core.kuzu_store.KuzuStore` itself, which assembles the
-  mixins below with its session, schema, transactions, writes, reads and recall copies.
-* ``base``: :class:`KuzuBase`, what every mixin uses of the store (declared for the type checker).
-* ``search``: full-text search (``text_matches``, ``text_candidates``) through the text copy or
-  Kùzu's index, and the recall columns' lookups (``_columns_of``).
-* ``copies``: the in-process copies of the Memory table (the recall columns, recent rows).
-* ``bulk``: ``bulk_load`` (the text index dropped and rebuilt around a large load) and
-  ``bulk_insert`` (an import's columns as Arrow tables).
-* ``audit``: the audit log (``Audit`` rows: appended row-wise or column-wise, read, last seq).
-* ``maintain``: the scoring pass (``recompute_keys``, ``scale_keys``), the tier reference and
-  tier moves, and the recent-link lists built in bulk.
+* ``ebb_core.kuzu_store``: :class:`~ebb_core.kuzu_store.KuzuStore` itself (opening a store and
+  its state), which assembles the mixins below; it re-exports what other modules import.
+* ``base``: :class:`KuzuBase`, what every mixin uses of the store (declared for the type
+  checker), and read access to the mirror's copies.
+* ``engine``: opening the database, Kùzu errors as ``EbbError`` exceptions, reading results,
+  the memory budget.
+* ``session``: the connection, prepared statements, transactions (begun lazily), room checks,
+  checkpoints, rollback, closing, bulk loads through Arrow.
+* ``schema``: the tables, the schema version and the full-text index (built, dropped, cleaned
+  up after a kill). ``meta``: ``get_meta`` / ``set_meta``.
+* ``reads``: memories by id, the recall columns, the text copy, scans and counts.
+* ``writes``: creating, updating, adjusting and deleting memories; a write event as one
+  statement.
+* ``links``: edges, each memory's recent-link list, ``supersedes`` edges, incident edges.
+* ``mirror``: :class:`~ebb_core.kuzu.mirror.Mirror`, the one owner of every in-process copy,
+  changed only by ``apply(change)`` and ``invalidate()``; ``copies``: the copies it holds.
+* ``search``: full-text search through the text copy or Kùzu's index, and the recall columns'
+  lookups (``_columns_of``).
+* ``bulk``: ``bulk_load`` and ``bulk_insert``. ``audit``: the audit log. ``maintain``: the
+  scoring pass, the tier reference and tier moves, recent-link lists built in bulk.
 * ``queries``: the primary key (``uid``, ``SEP``), the Memory table's columns and their Arrow
-  types, and the constants and helpers the modules share.
+  types, row and edge helpers, and the constants the modules share.
 
 Nothing is imported here, so ``ebb_core.kuzu_store`` can import these modules without a cycle.
 """

@@ -15,6 +15,7 @@ from ..store import GraphStore
 if TYPE_CHECKING:
     from ..model import Edge
     from .copies import _RecallCache, _RowCache
+    from .mirror import Mirror
 
 
 class KuzuBase(GraphStore):
@@ -23,12 +24,9 @@ class KuzuBase(GraphStore):
     if TYPE_CHECKING:  # provided by KuzuStore
         _lock: Any
         _path: str
-        _cache: _RecallCache
-        _rows_cache: _RowCache
+        _mirror: Mirror
         _depth: int
         _index_dropped: bool
-        _supersedes: dict[str, list[str]] | None
-        _text: Any
         _searches: int
         _cold_left: int
         _conn: Any
@@ -41,7 +39,6 @@ class KuzuBase(GraphStore):
         _closed: bool
         _held: int
         _wal_failed: bool
-        _meta: dict[str, str | None]
         _row_reads: int
         _snapshot: bool
         _text_skip: bool
@@ -77,3 +74,33 @@ class KuzuBase(GraphStore):
         def _run(
             self, query: Any, params: Mapping[str, Any] | None = None, *, read: bool = False
         ) -> Any: ...
+
+    # The in-process copies, all owned by the mirror (``kuzu.mirror``): read them here, change
+    # them only through ``self._mirror.apply`` / ``invalidate``.
+    @property
+    def _cache(self) -> _RecallCache:
+        return self._mirror.recall
+
+    @property
+    def _rows_cache(self) -> _RowCache:
+        return self._mirror.rows
+
+    @property
+    def _meta(self) -> dict[str, str | None]:
+        return self._mirror.meta
+
+    @property
+    def _supersedes(self) -> dict[str, list[str]] | None:
+        return self._mirror.supersedes
+
+    @_supersedes.setter
+    def _supersedes(self, value: None) -> None:  # only to drop it (bulk loads)
+        self._mirror.supersedes = value
+
+    @property
+    def _text(self) -> Any:
+        return self._mirror.text
+
+    @_text.setter
+    def _text(self, value: None) -> None:  # only to drop it (bulk loads)
+        self._mirror.text = value

@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import EbbError
 from .base import KuzuBase
 from .maintain import _recent_link_lists
+from .mirror import Reloaded
 from .queries import INDEX_STATE, SEP, _arrow_types, _release_arrow_memory
 
 _ROW_VS_BUILD = 30  # a bulk load under 1/30 of the table keeps the text index (see bulk_load)
@@ -72,7 +73,7 @@ class KuzuBulk(KuzuBase):
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        self._supersedes = None
+        self._mirror.apply(Reloaded())
 
         def col(values: Any, typ: Any) -> Any:
             if isinstance(values, (pa.Array, pa.ChunkedArray)):
@@ -82,9 +83,6 @@ class KuzuBulk(KuzuBase):
         def uids(ns: Any, ids: Any) -> Any:
             return pc.binary_join_element_wise(col(ns, pa.string()), col(ids, pa.string()), SEP)
 
-        self._cache.ready = False
-        self._rows_cache.clear()
-        self._text = None  # built again from Kùzu's index at the next search
         n, m = len(nodes["id"]), len(edges["src"])
         node_uids = uids(nodes["namespace"], nodes["id"]) if n else pa.array([], pa.string())
         src = uids(edges["namespace"], edges["src"]) if m else pa.array([], pa.string())

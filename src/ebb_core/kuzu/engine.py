@@ -1,5 +1,5 @@
-r"""Opening the Kùzu database, its errors as ``EbbError``\ s, reading results, and the memory
-budget: the module-level plumbing under :class:`~ebb_core.kuzu.session.KuzuSession`.
+"""Opening the Kùzu database, its errors as ``EbbError`` exceptions, reading results, and
+the memory budget: the module-level plumbing under :class:`~ebb_core.kuzu.session.KuzuSession`.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from ..store import (
 )
 from . import reads
 from .base import KuzuBase
+from .mirror import EdgesWritten, LinksSet
 from .queries import (
     _EDGE_RET,
     LINK_SEP,
@@ -78,8 +79,7 @@ class KuzuLinks(KuzuBase):
             self._note_links(edges)
 
     def _edges_written(self, edges: Sequence[Edge]) -> None:
-        if any(e.kind == SUPERSEDES for e in edges):
-            self._supersedes = None  # read again at the next recall
+        self._mirror.apply(EdgesWritten(edges))  # supersedes edges: read again at next recall
 
     def superseded_by(
         self, namespace: str, ids: Sequence[str] | None = None
@@ -88,25 +88,26 @@ class KuzuLinks(KuzuBase):
         of such an edge drops it): recall asks for its best candidates on every call, and
         per-memory reads would cost a query each."""
         with self._lock:
-            if self._supersedes is None:
-                found: dict[str, list[str]] = {}
+            found = self._supersedes
+            if found is None:
+                found = {}
                 for old, new in self._q(
                     "MATCH (a:Memory)-[e:Link]->(b:Memory) WHERE e.kind = $k "
                     "RETURN b.uid, a.uid ORDER BY a.uid",
                     {"k": SUPERSEDES},
                 ):
                     found.setdefault(old, []).append(new)
-                self._supersedes = found
+                self._mirror.supersedes_read(found)
             prefix, frozen = f"{namespace}{SEP}", int(Tier.FROZEN)
             if ids is None:
-                olds = [u for u in self._supersedes if u.startswith(prefix)]
+                olds = [u for u in found if u.startswith(prefix)]
             else:
-                olds = [prefix + i for i in dict.fromkeys(ids) if prefix + i in self._supersedes]
-            columns = self._columns_of([n for u in olds for n in self._supersedes[u]])
+                olds = [prefix + i for i in dict.fromkeys(ids) if prefix + i in found]
+            columns = self._columns_of([n for u in olds for n in found[u]])
             out: dict[str, list[str]] = {}
             for u in olds:
                 live = []
-                for n in self._supersedes[u]:
+                for n in found[u]:
                     col = columns.get(n)
                     if col is not None and col[0] < frozen:
                         live.append(n[len(prefix) :])
@@ -129,10 +130,7 @@ class KuzuLinks(KuzuBase):
 
     def _set_recent_links(self, u: str, encoded: str) -> None:
         self._q("MATCH (n:Memory {uid: $u}) SET n.recent_links = $l", {"u": u, "l": encoded})
-        self._cache.touched(u)
-        row = self._rows_cache.get(u)
-        if row is not None:
-            row["recent_links"] = encoded
+        self._mirror.apply(LinksSet({u: encoded}))
 
     def get_edge(self, namespace: str, src: str, dst: str, kind: str) -> Edge | None:
         rows = self._q(

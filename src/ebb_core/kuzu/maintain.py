@@ -17,6 +17,7 @@ from ..errors import InvalidInput
 from ..model import Tier
 from ..store import TierMove, TierMoveColumns
 from .base import KuzuBase
+from .mirror import KeysSet
 from .queries import _SMALL, LINK_SEP, RECENT_LINKS, SEP, _release_arrow_memory
 
 
@@ -57,7 +58,6 @@ class KuzuMaintain(KuzuBase):
 
         from .. import scoring
 
-        self._rows_cache.clear()
         if spreading != "default":
             raise InvalidInput(
                 f"spreading {spreading!r} is not available on the embedded Kùzu backend, which "
@@ -152,16 +152,11 @@ class KuzuMaintain(KuzuBase):
                     "LOAD FROM $rows MATCH (n:Memory {uid: u}) SET n.recent_links = l",
                     {"rows": pa.table({"u": uids(rows), "l": recent.take(pa.array(rows))})},
                 )
-        if self._cache.ready and len(self._cache.key) >= size:
-            self._cache.key[offsets] = key[offsets]
-            self._cache.stale(offsets[stale | unset])
-        else:
-            self._cache.ready = False
+        self._mirror.apply(KeysSet(offsets, key, offsets[stale | unset], size))
         return int(nodes.num_rows)
 
     def scale_keys(self, factor: float) -> None:
-        self._cache.ready = False  # every stored base and key changes
-        self._rows_cache.clear()
+        self._mirror.apply(KeysSet())  # every stored base and key changes
         with self.transaction():
             self._q(
                 "MATCH (n:Memory) SET n.key = n.key * $f, n.base_key = n.base_key * $f",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .base import KuzuBase
+from .mirror import MetaSet
 
 
 class KuzuMeta(KuzuBase):
@@ -12,13 +13,18 @@ class KuzuMeta(KuzuBase):
         # Only this process can write the file, so a value read once stays true until this
         # store changes it (or a rollback, which forgets every copy).
         with self._lock:
-            if key not in self._meta:
-                rows = self._q("MATCH (m:Meta {key: $k}) RETURN m.value", {"k": key})
-                self._meta[key] = rows[0][0] if rows else None
-            return self._meta[key]
+            if key in self._meta:
+                return self._meta[key]
+            rows = self._q("MATCH (m:Meta {key: $k}) RETURN m.value", {"k": key})
+            value: str | None = rows[0][0] if rows else None
+            self._mirror.meta_read(key, value)
+            return value
 
     def set_meta(self, key: str, value: str) -> None:
         with self._lock:
-            self._meta.pop(key, None)
-            self._q("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
-            self._meta[key] = value
+            try:
+                self._q("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
+            except BaseException:
+                self._mirror.invalidate()  # whether it was written is not known
+                raise
+            self._mirror.apply(MetaSet(key, value))

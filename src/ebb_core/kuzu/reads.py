@@ -79,7 +79,7 @@ class KuzuReads(KuzuBase):
                 )
             row = cache.base_row(o)
             if row is not None:
-                self._rows_cache.put(u, row)
+                self._mirror.row_read(u, row)
                 return row
         return _UNREAD
 
@@ -99,7 +99,7 @@ class KuzuReads(KuzuBase):
             return None
         row = dict(zip(_ROW_KEYS, found[0], strict=True))
         self._row_reads += 1
-        self._rows_cache.put(u, row)
+        self._mirror.row_read(u, row)
         return row
 
     def existing_ids(self, namespace: str, ids: Sequence[str]) -> set[str]:
@@ -153,7 +153,7 @@ class KuzuReads(KuzuBase):
             self._ensure_cache()
             self._exec("CALL enable_internal_catalog=true")
             try:
-                self._text = load_from_kuzu(
+                self._mirror.text = load_from_kuzu(
                     arrow, "Memory", FTS_INDEX, self._budget // 8, self._cache.ns >= 0
                 )
             except RuntimeError as exc:

@@ -100,7 +100,7 @@ class KuzuSchema(KuzuBase):
             return "building" if state == "building" else "ready"
 
     def _build_text_index(self) -> None:
-        self._text = None
+        self._mirror.invalidate()  # the text copy goes with the index
         # an allowance of 1.5 KB a memory for the index tables (the whole store takes ~1.5 KB)
         self.check_room(extra=self._q("MATCH (m:Memory) RETURN count(*)")[0][0] * 1_500)
         self.set_meta(INDEX_STATE, "building")  # committed before anything is dropped
@@ -113,7 +113,7 @@ class KuzuSchema(KuzuBase):
 
     def _drop_text_index(self) -> None:
         """Remove the index and everything a killed build or drop left of it."""
-        self._text = None
+        self._mirror.invalidate()  # the text copy goes with the index
         self._prepared.clear()
         # No entry (or a half-dropped one) fails here: the sweep below removes what is left.
         with suppress(RuntimeError):

@@ -250,11 +250,7 @@ class KuzuSession(KuzuBase):
 
     def _forget_cached(self) -> None:
         """Drop every in-process copy of stored data (after a change the copies cannot follow)."""
-        self._cache.ready = False
-        self._rows_cache.clear()
-        self._meta.clear()
-        self._supersedes = None
-        self._text = None
+        self._mirror.invalidate()
         self._forget_vectors()
 
     def close(self) -> None:

@@ -23,6 +23,7 @@ from .base import KuzuBase
 from .engine import (
     DuplicateKey,
 )
+from .mirror import Adjusted, Deleted, FieldsSet, LinksSet, NodesWritten
 from .queries import (
     _SMALL,
     _edge_params,
@@ -82,13 +83,7 @@ class KuzuWrites(KuzuBase):
                     f"MERGE (n:Memory {{uid: $uid}}) SET {sets} RETURN offset(id(n))",
                     _node_params(n),
                 )
-                if self._text is not None:
-                    self._text.put(int(rows[0][0]), n.text)
-                if self._cache.ready:
-                    self._cache.put(int(rows[0][0]), n)
-                cached = self._rows_cache.get(uid(n.namespace, n.id))
-                if cached is not None:
-                    cached.update(node_row(n))  # its recent-link list is kept as it was
+                self._mirror.apply(NodesWritten((n,), (int(rows[0][0]),), fresh=False))
 
     def insert_nodes(self, nodes: Sequence[Node]) -> None:
         # a new memory has no links yet: its recent-link list starts empty, not unset
@@ -99,11 +94,7 @@ class KuzuWrites(KuzuBase):
                 rows = self._q(
                     f"CREATE (n:Memory {{{props}}}) RETURN offset(id(n))", _node_params(n)
                 )
-                self._rows_cache.put(uid(n.namespace, n.id), {**node_row(n), "recent_links": ""})
-                if self._text is not None:
-                    self._text.put(int(rows[0][0]), n.text)
-                if self._cache.ready:
-                    self._cache.put(int(rows[0][0]), n)
+                self._mirror.apply(NodesWritten((n,), (int(rows[0][0]),), fresh=True))
 
     @contextmanager
     def _creating(self, nodes: Sequence[Node]) -> Iterator[None]:
@@ -125,15 +116,12 @@ class KuzuWrites(KuzuBase):
             return
         # Many rows (maintain moving tens of thousands between tiers): grouped by which fields
         # change, one LOAD FROM per group, and the in-process copies updated column-wise.
-        import numpy as np
-
         groups: dict[tuple[str, ...], list[str]] = {}
         for node_id, fields in changes.items():
             groups.setdefault(tuple(sorted(fields)), []).append(node_id)
         bad = set().union(*groups) - UPDATABLE_FIELDS
         if bad:
             raise InvalidInput(f"cannot update node fields {sorted(bad)}", field="fields")
-        self._texts_changed(namespace, {i: f["text"] for i, f in changes.items() if "text" in f})
         tables = []
         for names, ids in groups.items():
             uids = [uid(namespace, i) for i in ids]
@@ -142,25 +130,9 @@ class KuzuWrites(KuzuBase):
                 col = _COLUMN.get(f, f)
                 table[col] = [_field_value(f, changes[i][f])[1] for i in ids]
             tables.append(table)
-            cache = self._cache
-            if cache.ready:
-                at = [cache.offset.get(u, -1) for u in uids]
-                found = np.array([o >= 0 for o in at], np.bool_)
-                offs = np.array(at, np.int64)[found]
-                cache.stale(offs)
-                for f in ("tier", "pinned", "key"):
-                    if f in names:
-                        getattr(cache, f)[offs] = np.array(table[f])[found]
-                if "kind" in names:
-                    for o, v in zip(at, table["kind"], strict=True):
-                        if o >= 0:
-                            cache.kind[o] = v
-            for k, u in enumerate(uids):
-                row = self._rows_cache.rows.get(u)
-                if row is not None:
-                    for name, values in table.items():
-                        if name != "u":
-                            row[name] = values[k]
+            texts = {i: changes[i]["text"] for i in ids} if "text" in names else {}
+            columns = {c: v for c, v in table.items() if c != "u"}
+            self._mirror.apply(FieldsSet(namespace, texts, uids, columns))
         with self.transaction():
             for table in tables:
                 cols = [c for c in table if c != "u"]
@@ -183,7 +155,7 @@ class KuzuWrites(KuzuBase):
             cols = tuple(sorted(_COLUMN.get(f, f) for f in adj.fields))
             groups.setdefault((*deltas, "|", *cols), []).append((node_id, adj))
         pushes = {i: a.push_delta for i, a in changes.items() if a.push_delta}
-        self._adjust_copies(namespace, changes, bool(pushes))
+        self._mirror.apply(Adjusted(namespace, changes, bool(pushes)))
         with self.transaction():
             for shape, rows in groups.items():
                 cut = shape.index("|")
@@ -253,23 +225,15 @@ class KuzuWrites(KuzuBase):
         with self._creating(new_nodes), self._lock:
             new_uids = {uid(n.namespace, n.id): n for n in new_nodes}
             lists = self._merged_links(new_edges, new_uids)
-            query, params, rows_of = self._event_statement(
+            query, params = self._event_statement(
                 namespace, new_nodes, new_uids, changes, new_edges, lists
             )
             rows = self._send_event(query, params, final)
             if len(rows) != 1:  # the Brain checked every memory exists; this is a guard
                 raise NotFound(f"a memory this change needs is missing from {namespace!r}")
-            for k, (u, n) in enumerate(new_uids.items()):
-                self._rows_cache.put(u, rows_of[u])
-                if self._text is not None:
-                    self._text.put(int(rows[0][k]), n.text)
-                if self._cache.ready:
-                    self._cache.put(int(rows[0][k]), n)
-            for u, encoded in lists.items():
-                self._cache.touched(u)
-                cached = self._rows_cache.get(u)
-                if cached is not None:
-                    cached["recent_links"] = encoded
+            offsets = [int(o) for o in rows[0][: len(new_uids)]]
+            self._mirror.apply(NodesWritten(list(new_uids.values()), offsets, fresh=True))
+            self._mirror.apply(LinksSet(lists))
 
     def _event_statement(
         self,
@@ -279,13 +243,12 @@ class KuzuWrites(KuzuBase):
         changes: Mapping[str, Adjustment],
         new_edges: Sequence[Edge],
         lists: Mapping[str, str],
-    ) -> tuple[str, dict[str, Any], dict[str, dict[str, Any]]]:
-        """The one statement of a write event, its parameters and the new memories' rows (the
-        copies take ``changes`` as it is built: see :func:`_change_sets`)."""
+    ) -> tuple[str, dict[str, Any]]:
+        """The one statement of a write event and its parameters (the mirror takes
+        ``changes`` as it is built: see :func:`_change_sets`)."""
         params: dict[str, Any] = {}
         parts: list[str] = []
         var: dict[str, str] = {}
-        rows_of: dict[str, dict[str, Any]] = {}  # the new memories' stored rows
         ends = [uid(namespace, e) for edge in new_edges for e in (edge.src, edge.dst)]
         existing = [
             u
@@ -301,13 +264,13 @@ class KuzuWrites(KuzuBase):
         for k, n in enumerate(new_nodes):
             v, u = f"n{k}", uid(n.namespace, n.id)
             var[u] = v
-            rows_of[u] = row = {**node_row(n), "recent_links": lists.get(u, "")}
+            row = {**node_row(n), "recent_links": lists.get(u, "")}
             props = ", ".join(f"{c}: ${v}_{c}" for c in ("uid", *row))
             parts.append(f"CREATE ({v}:Memory {{{props}}})")
             params.update({f"{v}_{c}": value for c, value in row.items()})
             params[f"{v}_uid"] = u
-        # the copies take the change first (see _change_sets)
-        self._adjust_copies(namespace, changes, False)
+        # the mirror takes the change first (see _change_sets)
+        self._mirror.apply(Adjusted(namespace, changes))
         sets: list[str] = []
         for node_id, adj in changes.items():
             u = uid(namespace, node_id)
@@ -331,7 +294,7 @@ class KuzuWrites(KuzuBase):
             parts.append("CREATE " + ", ".join(links))
         offsets = [f"offset(id({var[u]}))" for u in new_uids]
         parts.append("RETURN " + ", ".join(offsets or ["1"]))
-        return " ".join(parts), params, rows_of
+        return " ".join(parts), params
 
     def _send_event(self, query: str, params: dict[str, Any], final: bool) -> list[list[Any]]:
         if final and self._depth <= 1 and not self._begun:
@@ -347,53 +310,10 @@ class KuzuWrites(KuzuBase):
         with self.transaction():
             return self._q(query, params)
 
-    def _adjust_copies(
-        self, namespace: str, changes: Mapping[str, Adjustment], pushed: bool
-    ) -> None:
-        """Apply ``changes`` to the in-process copies as :meth:`adjust` applies them to the
-        table (a rollback afterwards forgets every copy)."""
-        self._texts_changed(
-            namespace, {i: a.fields["text"] for i, a in changes.items() if "text" in a.fields}
-        )
-        cache = self._cache
-        if cache.ready:
-            if pushed:
-                cache.ready = False  # neighbours' keys change: rebuilt on next use
-            for node_id, adj in changes.items():
-                o = cache.offset.get(uid(namespace, node_id))
-                if o is None:
-                    continue
-                cache.fresh[o] = False
-                cache.key[o] += adj.key_delta
-                for f, v in adj.fields.items():
-                    if f == "tier":
-                        cache.tier[o] = int(v)
-                    elif f == "pinned":
-                        cache.pinned[o] = bool(v)
-                    elif f == "key":
-                        cache.key[o] = float(v)
-                    elif f == "kind":
-                        cache.kind[o] = v
-        if pushed:
-            self._rows_cache.clear()  # neighbours' keys change too: read them again
-            return
-        for node_id, adj in changes.items():
-            row = self._rows_cache.get(uid(namespace, node_id))
-            if row is None:
-                continue
-            row["base_key"] = (row["base_key"] or 0.0) + adj.base_delta
-            row["degree"] = (row["degree"] or 0) + adj.degree_delta
-            row["key"] = (row["key"] or 0.0) + adj.key_delta
-            for f, v in adj.fields.items():
-                col, value = _field_value(f, v)
-                row[col] = value
-
     def delete_nodes(self, namespace: str, ids: Sequence[str]) -> None:
-        self._supersedes = None
+        self._mirror.apply(Deleted(namespace, ids))
         with self.transaction():
             for i in ids:
-                self._texts_changed(namespace, {i: None})
-                self._cache.drop(uid(namespace, i))
                 # the neighbours' recent-link lists name it: unset them, to be rebuilt
                 self._q(
                     "MATCH (n:Memory {uid: $uid})-[:Link]-(m:Memory) SET m.recent_links = NULL",
@@ -401,23 +321,6 @@ class KuzuWrites(KuzuBase):
                 )
                 self._q("MATCH (n:Memory {uid: $uid}) DETACH DELETE n", {"uid": uid(namespace, i)})
             self.delete_vectors(namespace, ids)
-            self._rows_cache.clear()
-            self._cache.ready = False  # neighbours' link lists changed: snapshot rebuilt
-
-    def _texts_changed(self, namespace: str, texts: Mapping[str, str | None]) -> None:
-        """Memories of ``namespace`` have new ``texts`` (None: deleted): the text copy
-        follows (or is dropped, to be built again, when it cannot tell their offsets)."""
-        if self._text is None or not texts:
-            return
-        for node_id, text in texts.items():
-            o = self._cache.offset.get(uid(namespace, node_id)) if self._cache.ready else None
-            if o is None:
-                self._text = None
-                return
-            if text is None:
-                self._text.drop(o)
-            else:
-                self._text.put(o, text)
 
 
 _DELTA_OF = {"base_key": "base_delta", "degree": "degree_delta", "key": "key_delta"}
