@@ -224,6 +224,10 @@ def test_a_store_kuzu_cannot_read_is_a_storage_error_not_a_raw_runtime_error(
     assert CliRunner().invoke(main, ["--db", str(db), "doctor"]).exit_code == 4
 
 
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _import_file(path: Path, n: int) -> None:
     crash_campaign.make_import_file(path, n)
 
@@ -242,6 +246,9 @@ def test_an_interrupted_import_either_rolled_back_or_says_it_committed(tmp_path:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            # a shell's background job ignores SIGINT, and a child inherits that: Ctrl-C
+            # must reach this one, so it gets the default disposition back
+            preexec_fn=_sigint_default,
         )
         time.sleep(delay)
         p.send_signal(signal.SIGINT)
