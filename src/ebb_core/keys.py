@@ -238,4 +238,4 @@ class KeysMixin(BrainBase):
             self._audit(audits)
 
     def _activation(self, key: float, now_us: int) -> float:
-        return key * scoring.scale(now_us, self._s.epoch_us, self._s.config.half_life_us)
+        return key * float(scoring.scale(now_us, self._s.epoch_us, self._s.config.half_life_us))

@@ -240,9 +240,14 @@ def term_key(weight: Num, at_us: Num, epoch_us: int, half_life_us: float) -> Num
     return weight * np.exp2((at_us - epoch_us) / half_life_us)
 
 
-def scale(now_us: int, epoch_us: int, half_life_us: float) -> float:
-    """The factor turning a key into an activation at ``now``: ``2^(−(now − epoch)/h)``."""
-    return float(2.0 ** (-(now_us - epoch_us) / half_life_us))
+def scale(now_us: Num, epoch_us: int, half_life_us: float) -> Num:
+    """The factor turning a key into an activation at ``now``: ``2^(−(now − epoch)/h)``
+    (``now`` may be a numpy array of times, before or after ``epoch``)."""
+    if isinstance(now_us, (int, float)):
+        return float(2.0 ** (-(now_us - epoch_us) / half_life_us))
+    import numpy as np
+
+    return np.exp2(-(now_us - epoch_us) / half_life_us)
 
 
 def base_key(

@@ -7,6 +7,9 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
+import numpy as np
+
+from .. import scoring
 from ..clock import to_us
 from ..model import Edge, Tier
 from ..store import (
@@ -169,14 +172,23 @@ class KuzuLinks(KuzuBase):
                 else:
                     found.append((i, _decode_links(raw)))
             columns = self._columns_of([prefix + link[0] for _, links in found for link in links])
-            for i, links in found:
-                for other, kind, outgoing, weight, at in links:
-                    col = columns.get(prefix + other)
-                    if col is None or col[0] >= frozen:
-                        continue
-                    dw = weight * 2.0 ** (-max(now_us - at, 0) / half_life_us)  # scoring.decay
-                    if dw >= min_decayed:
-                        out.append((dw, Link(i, other, kind, bool(outgoing), weight, at)))
+            live = [
+                (i, link)
+                for i, links in found
+                for link in links
+                if (col := columns.get(prefix + link[0])) is not None and col[0] < frozen
+            ]
+            if live:
+                # the decay rule is scoring.decay's, over all rows at once (as fast as inline)
+                n = len(live)
+                weights = np.fromiter((link[3] for _, link in live), float, n)
+                ages = now_us - np.fromiter((link[4] for _, link in live), np.int64, n)
+                decayed = (weights * scoring.decay(ages, half_life_us)).tolist()
+                out = [
+                    (dw, Link(i, o, kind, bool(outgoing), w, at))
+                    for dw, (i, (o, kind, outgoing, w, at)) in zip(decayed, live, strict=True)
+                    if dw >= min_decayed
+                ]
             out.sort(key=lambda p: (-p[0], p[1].other_id))
             return [link for _, link in out[:limit]]
 

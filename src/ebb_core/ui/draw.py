@@ -22,7 +22,7 @@ import numpy as np
 from ..clock import from_us, to_us
 from ..engine import Brain
 from ..model import Node, Tier
-from ..scoring import US_PER_DAY, decay
+from ..scoring import US_PER_DAY, decay, scale
 
 TIER_COLOURS = {
     Tier.HOT: "#d9480f",
@@ -223,7 +223,7 @@ def _base_over(weights: np.ndarray, at: np.ndarray, times: np.ndarray, h: float)
     age = times[:, None] - at[None, :]
     # Before a term was set the memory did not have it (an edge's earlier reinforcements are not
     # kept, so the past is a lower bound).
-    return np.asarray(np.where(age >= 0, weights[None, :] * np.exp2(-age / h), 0.0).sum(axis=1))
+    return np.asarray(np.where(age >= 0, weights[None, :] * decay(age, h), 0.0).sum(axis=1))
 
 
 def activation_series(
@@ -268,7 +268,7 @@ def activation_series(
             now_values = np.asarray(sw, float) * scale_now
             spread = np.where(
                 times[:, None] >= since[None, :],
-                now_values[None, :] * np.exp2(-(times[:, None] - now_us) / h),
+                now_values[None, :] * scale(times[:, None], now_us, h),
                 0.0,
             ).sum(axis=1)
             values = values + cfg.spread * spread
