@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from conftest import BACKENDS, make_store
-from ebb_core import Brain, FixedClock
+from ebb_core import Brain, Config, FixedClock
 from ebb_core.embeddings import (
     MINILM_NAME,
     EmbedderError,
@@ -127,6 +127,31 @@ def test_remember_embeds_and_recall_finds_by_vector_alone(
     why = hits[0].why
     assert why.similarity is not None and why.similarity > 0
     assert "vector" in why.found_by and "similarity" in why.summary
+
+
+def test_spread_to_what_matched_neither_words_nor_meaning_is_discounted(
+    vstore: GraphStore, clock: FixedClock
+) -> None:
+    """With vectors fused, a memory reached only by a link keeps vector_unmatched_spread of
+    what spreads to it; without an embedder it keeps all of it."""
+
+    def linked(ns: str, embedder: object, cfg: Config) -> tuple[float, float]:
+        b = Brain(vstore, namespace=ns, clock=clock, config=cfg, embedder=embedder)
+        b.remember("alpha beta gamma", id="m:src")
+        b.remember("zeta eta theta", id="m:linked", links=["m:src"])
+        hits = {h.id: h for h in b.recall("alpha beta gamma", k=5, reinforce=False)}
+        assert hits["m:linked"].why.match == 0 and hits["m:linked"].why.text_score == 0
+        return hits["m:linked"].why.spread_text, hits["m:src"].why.match
+
+    fake = FakeEmbedder(32)  # FAKE: plumbing only (its hash buckets share nothing here)
+    full, src = linked("a", fake, Config(vector_unmatched_spread=1.0))
+    half, _ = linked("b", fake, Config())  # the default, 0.5
+    assert full == pytest.approx(Config().spread_share * src) and full > 0
+    assert half == pytest.approx(0.5 * full)
+    text_only, src_text = linked("c", False, Config())
+    assert text_only == pytest.approx(Config().spread_share * src_text)
+    with pytest.raises(InvalidInput, match="vector_unmatched_spread"):
+        Config(vector_unmatched_spread=1.5)
 
 
 def test_other_namespace_vectors_never_crowd_out(vstore: GraphStore, clock: FixedClock) -> None:

@@ -202,7 +202,7 @@ class RecallMixin(BrainBase):
 
         # Query-time spreading: one hop from the strongest matches along live links.
         if (has_terms or fuse is not None) and cfg.spread_share > 0 and cfg.spread_sources > 0:
-            self._spread(cands, k, now_us, known, admit)
+            self._spread(cands, k, now_us, known, admit, fuse is not None)
 
         # Normalise activation as tiers do; before the first reference exists, by the best
         # candidate.
@@ -243,6 +243,7 @@ class RecallMixin(BrainBase):
         now_us: int,
         known: dict[str, list[Link]],
         admit: Callable[[Iterable[str]], None],
+        fused: bool = False,
     ) -> None:
         """Query-time spreading: the strongest matches pass part of their match one hop along
         their live links; a memory that matched nothing is admitted only if what it receives
@@ -266,6 +267,9 @@ class RecallMixin(BrainBase):
             for link in links:
                 known[link.node_id].append(link)
         gains = _spread_gains(cands, links, now_us, cfg)
+        # With vectors fused, a memory that matched neither words nor meaning keeps only part
+        # of what spreads to it (Config.vector_unmatched_spread).
+        unmatched = cfg.vector_unmatched_spread if fused else 1.0
         # A memory that matched no words is worth bringing in only if what it receives
         # could lift it into the top k (text scores only grow from here).
         mx0 = self._ref_key() or max(c.key for c in cands.values())
@@ -280,12 +284,14 @@ class RecallMixin(BrainBase):
         admit(
             i
             for i, got in gains.items()
-            if i in cands or scoring.blend(sum(g for g, _ in got), 1.0, cfg) > floor
+            if i in cands or scoring.blend(unmatched * sum(g for g, _ in got), 1.0, cfg) > floor
         )
         for i, got in gains.items():
             if i in cands:
                 got.sort(key=lambda g: (-g[0], g[1]))
                 cands[i].spread = sum(g for g, _ in got)
+                if cands[i].match == 0:
+                    cands[i].spread *= unmatched
                 cands[i].spread_from = list(dict.fromkeys(s for _, s in got))
 
     def _supersede(
