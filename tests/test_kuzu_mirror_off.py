@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from ebb_core import Brain, FixedClock
+from ebb_core.embeddings import FakeEmbedder
 from ebb_core.kuzu_store import KuzuStore
+from ebb_core.model import Tier
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,6 +42,36 @@ def test_a_store_with_the_mirror_off_keeps_no_copy(tmp_path: Path) -> None:
             assert mirror.supersedes is None and mirror.text is None
         store.close()
     assert answers[:2] == answers[2:] and answers[0]
+
+
+def test_the_vector_copy_is_the_mirrors(tmp_path: Path) -> None:
+    """The unindexed vectors are searched from the mirror's copy, written through and dropped
+    with the other copies; with the mirror off none is kept and the answers are the same."""
+    fake = FakeEmbedder(16)
+    texts = [f"note {i} about item{i} and colour{7 * i} in shelf{i % 3}" for i in range(8)]
+    q = fake.embed_query(texts[5])
+    answers = []
+    for on in (True, False):
+        store = KuzuStore(tmp_path / f"v-{on}.kuzu", mirror=on)
+        brain = Brain(store, namespace="v", embedder=fake)
+        for i, text in enumerate(texts):
+            brain.remember(text, id=f"n{i}")
+        got = [(m.id, round(s, 4)) for m, s in store.vector_matches("v", q, 4, Tier.COLD)]
+        assert ("v" in store._mirror.vectors) is on
+        store.put_vectors("v", ["n1"], fake.embed_documents([texts[5]]))
+        if on:  # written through: the copy holds the new vector
+            assert len(store._mirror.vectors["v"]) == 8
+        got += [(m.id, round(s, 4)) for m, s in store.vector_matches("v", q, 4, Tier.COLD)]
+        store.delete_vectors("v", ["n5"])
+        got += [(m.id, round(s, 4)) for m, s in store.vector_matches("v", q, 4, Tier.COLD)]
+        assert store.vector_tail_count("v") == 7
+        store._mirror.invalidate()
+        assert not store._mirror.vectors
+        if not on:
+            assert not store._mirror.rows.rows and not store._mirror.meta
+        answers.append(got)
+        brain.close()
+    assert answers[0] == answers[1] and answers[0][4][0] == "n1"
 
 
 def test_the_mirror_is_turned_off_by_the_environment(

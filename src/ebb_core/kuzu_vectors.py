@@ -43,12 +43,15 @@ from contextlib import AbstractContextManager, suppress
 from typing import TYPE_CHECKING, Any
 
 from .errors import EbbError
+from .kuzu.mirror import VectorsRemoved, VectorsReset, VectorsWritten
 from .kuzu.queries import uid as _uid
 from .model import Tier
 from .store import Match
 
 if TYPE_CHECKING:  # numpy is imported where vectors are read: a one-shot command may need none
     import numpy as np
+
+    from .kuzu.mirror import Mirror
 
 PREFIX = "MemoryVector_"
 TAIL_PREFIX = "MemoryVectorTail_"
@@ -209,9 +212,9 @@ class KuzuVectors:
     _vec_checked = False
     _vec_tables: set[str] | None = None
     _vec_indexed: set[str] | None = None
-    _vec_tail: dict[str, _Tail] | None = None
 
     if TYPE_CHECKING:  # provided by KuzuStore
+        _mirror: Mirror  # owns the in-process tails (``Mirror.vectors``)
         _lock: Any
         _budget: int
         _prepared: dict[str, Any]
@@ -255,10 +258,6 @@ class KuzuVectors:
         dim = dim or self._vec_dim or 384
         per = 4 * dim + 8 * ((dim + 63) // 64) + 160
         return max(TAIL_MIN, min(IN_PROCESS_MAX, (self._budget // 8) // per))
-
-    def _forget_vectors(self) -> None:
-        """Drop the in-process tails (after a rollback: they may hold what did not happen)."""
-        self._vec_tail = None
 
     def _vector_dim(self) -> int | None:
         self._tables()
@@ -315,7 +314,8 @@ class KuzuVectors:
                         self._exec(f"CALL DROP_VECTOR_INDEX('{table}', '{index}')")
                 self._exec(f"DROP TABLE {table}")
             self._vec_tables, self._vec_dim, self._vec_checked = set(), None, True
-            self._vec_indexed, self._vec_tail = set(), None
+            self._vec_indexed = set()
+            self._mirror.apply(VectorsReset(None))
 
     # -- rows --------------------------------------------------------------------------------
     def put_vectors(
@@ -364,9 +364,8 @@ class KuzuVectors:
                             "ns": namespace,
                         },
                     )
-            cached = (self._vec_tail or {}).get(namespace)
-            if cached is not None:  # written through; a rollback drops it (_forget_vectors)
-                cached.add(uids, mat)
+            # written through (a uid already there is replaced); a rollback drops the copy
+            self._mirror.apply(VectorsWritten(namespace, uids, mat))
 
     def _delete_uids(self, table: str, uids: Sequence[str]) -> None:
         if len(uids) <= 32:
@@ -385,9 +384,7 @@ class KuzuVectors:
             self._delete_uids(table, uids)
             if tail in self._tables():
                 self._delete_uids(tail, uids)
-            cached = (self._vec_tail or {}).get(namespace)
-            if cached is not None:
-                cached.remove(uids)
+            self._mirror.apply(VectorsRemoved(namespace, uids))
 
     def vectors_of(self, namespace: str, ids: Sequence[str]) -> dict[str, Any]:
         import numpy as np
@@ -420,9 +417,7 @@ class KuzuVectors:
 
         table, _, tail = _names(namespace)
         tables = self._tables()
-        if self._vec_tail is None:
-            self._vec_tail = {}
-        got = self._vec_tail.get(namespace)
+        got = self._mirror.vectors.get(namespace)
         if got is not None:
             return got
         dim = self._vec_dim
@@ -439,7 +434,7 @@ class KuzuVectors:
                 col = arrow.column("v").combine_chunks()
                 mat = np.asarray(col.flatten().to_numpy(zero_copy_only=False), np.float32)
                 got.add(arrow.column("u").to_pylist(), mat.reshape(-1, dim))
-        self._vec_tail[namespace] = got
+        self._mirror.vectors_read(namespace, got)  # kept while the mirror is on
         return got
 
     def vector_matches(
@@ -508,7 +503,7 @@ class KuzuVectors:
             indexed = self._indexed(table)
             if min_tail is None and not indexed:
                 min_tail = self.in_process_cap() + 1
-                loaded = namespace in (self._vec_tail or {})
+                loaded = namespace in self._mirror.vectors
                 if not loaded and self.vector_count(namespace) < min_tail:
                     return 0  # counted by a query, not loaded for nothing (an import's end)
             min_tail = TAIL_MIN if min_tail is None else min_tail
@@ -530,8 +525,7 @@ class KuzuVectors:
                         )
                         self._q(f"MATCH (v:{tail}) WHERE v.uid IN $us DELETE v", {"us": part})
                     moved += len(part)
-                    if unindexed is not None:
-                        unindexed.remove(part)
+                    self._mirror.apply(VectorsRemoved(namespace, part))
             if not indexed:
                 present = any(r[1] == index for r in self._rows("CALL show_indexes() RETURN *"))
                 if not present:
@@ -540,8 +534,7 @@ class KuzuVectors:
                     )
                 assert self._vec_indexed is not None
                 self._vec_indexed.add(table)
-                if self._vec_tail is not None:
-                    self._vec_tail.pop(namespace, None)  # its rows from the table are indexed
+                self._mirror.apply(VectorsReset(namespace))  # its table's rows are indexed
             return moved
 
     def without_vectors(

@@ -8,7 +8,9 @@ until a write of its own changes the table. The copies (measured in ``copies``, 
 * ``rows``: :class:`_RowCache`, recently used rows with their recent-link lists;
 * ``meta``: the ``Meta`` rows read so far;
 * ``supersedes``: every ``supersedes`` edge, old uid to the uids that supersede it;
-* ``text``: the copy of the full-text index (``kuzu_text_index``), when it fits.
+* ``text``: the copy of the full-text index (``kuzu_text_index``), when it fits;
+* ``vectors``: per namespace, its vectors outside a built HNSW index (``kuzu_vectors._Tail``,
+  searched exactly in process up to ``in_process_cap``).
 
 A write tells the mirror what it changed with :meth:`Mirror.apply` (one of the change types
 below), as it sends the change (write-through: the copies take the change first, and a write
@@ -28,13 +30,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model import Edge, Node
 from ..records import field_value, node_row
 from ..store import SUPERSEDES, Adjustment
 from .copies import _RecallCache, _RowCache
 from .queries import uid
+
+if TYPE_CHECKING:
+    from ..kuzu_vectors import _Tail
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,31 @@ class KeysSet:
 
 
 @dataclass(frozen=True)
+class VectorsWritten:
+    """Vectors stored (by uid, rows of ``matrix``) in ``namespace``'s unindexed tail."""
+
+    namespace: str
+    uids: Sequence[str]
+    matrix: Any
+
+
+@dataclass(frozen=True)
+class VectorsRemoved:
+    """Vectors deleted, or moved into ``namespace``'s built index, no longer searched in process."""
+
+    namespace: str
+    uids: Sequence[str]
+
+
+@dataclass(frozen=True)
+class VectorsReset:
+    """``namespace``'s vector tables changed as a whole (its index was built; None: every
+    vector table was dropped): its vector copy is read again when next needed."""
+
+    namespace: str | None
+
+
+@dataclass(frozen=True)
 class Reloaded:
     """Rows were loaded in bulk (an import): every copy is built again when next needed."""
 
@@ -119,6 +149,9 @@ Change = (
     | EdgesWritten
     | MetaSet
     | KeysSet
+    | VectorsWritten
+    | VectorsRemoved
+    | VectorsReset
     | Reloaded
 )
 
@@ -133,6 +166,7 @@ class Mirror:
         self.meta: dict[str, str | None] = {}
         self.supersedes: dict[str, list[str]] | None = None
         self.text: Any = None
+        self.vectors: dict[str, _Tail] = {}
 
     # -- reads: what a read fetched, kept while the mirror is on ------------------------------
     def row_read(self, u: str, row: dict[str, Any]) -> None:
@@ -147,6 +181,10 @@ class Mirror:
         if self.enabled:
             self.supersedes = found
 
+    def vectors_read(self, namespace: str, tail: _Tail) -> None:
+        if self.enabled:
+            self.vectors[namespace] = tail
+
     # -- writes --------------------------------------------------------------------------------
     def invalidate(self) -> None:
         """Drop every copy (after a change the copies cannot follow, or a rollback)."""
@@ -155,6 +193,7 @@ class Mirror:
         self.meta.clear()
         self.supersedes = None
         self.text = None
+        self.vectors = {}
 
     def apply(self, change: Change) -> None:
         """Make the copies follow ``change``, a write this process sends to the table."""
@@ -192,6 +231,19 @@ class Mirror:
             else:
                 cache.key[change.offsets] = change.keys[change.offsets]
                 cache.stale(change.stale)
+        elif isinstance(change, VectorsWritten):
+            tail = self.vectors.get(change.namespace)
+            if tail is not None:
+                tail.add(change.uids, change.matrix)
+        elif isinstance(change, VectorsRemoved):
+            tail = self.vectors.get(change.namespace)
+            if tail is not None:
+                tail.remove(change.uids)
+        elif isinstance(change, VectorsReset):
+            if change.namespace is None:
+                self.vectors = {}
+            else:
+                self.vectors.pop(change.namespace, None)
         elif isinstance(change, Reloaded):
             self.invalidate()
         else:  # pragma: no cover - a change type this mirror does not know

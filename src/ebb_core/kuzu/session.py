@@ -250,8 +250,7 @@ class KuzuSession(KuzuBase):
 
     def _forget_cached(self) -> None:
         """Drop every in-process copy of stored data (after a change the copies cannot follow)."""
-        self._mirror.invalidate()
-        self._forget_vectors()
+        self._mirror.invalidate()  # the vector copy too
 
     def close(self) -> None:
         with self._lock:
