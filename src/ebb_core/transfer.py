@@ -187,6 +187,9 @@ class TransferMixin(BrainBase):
         ) and job.n_nodes > 0
         if fresh:
             scores = self._file_keys(job.node_cols, job.edge_cols, job.node_keys, job.ends)
+            # The namespaced ends (~0.25 GB at 5M links) are done with: they go before
+            # Kùzu's COPY, which needs memory of its own.
+            job.ends, job.node_keys = [], None
             store.bulk_insert({**job.node_cols, **scores}, job.edge_cols)
             if progress:
                 total = job.n_nodes + job.n_edges
@@ -354,14 +357,17 @@ def _split_vectors(
 
 
 def _file_contains(path: Path, needle: bytes) -> bool:
-    """Whether ``needle`` occurs in the file (mapped, not read: ~0.07 s for 150 MB)."""
-    import mmap
-
+    """Whether ``needle`` occurs in the file, read in pieces of 16 MiB (~0.3 s for 1.5 GB from
+    the page cache). Not mapped: a mapping searched to its end counted the whole file in the
+    process's RSS (1.5 GB at a million memories)."""
+    keep = len(needle) - 1
+    tail = b""
     with open(path, "rb") as fh:
-        if os.fstat(fh.fileno()).st_size == 0:
-            return False
-        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            return mapped.find(needle) >= 0
+        while piece := fh.read(1 << 24):
+            if needle in tail + piece[: len(needle)] or needle in piece:
+                return True
+            tail = piece[-keep:] if keep else b""
+    return False
 
 
 def _check_header(line: str) -> None:

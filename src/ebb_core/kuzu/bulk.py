@@ -146,6 +146,9 @@ class KuzuBulk(KuzuBase):
                 else:  # see bulk_load: no COPY into Memory while its text index is there
                     self._create_rows(table)
                 del table
+            # What only the memories needed goes before the links' COPY, which needs memory of
+            # its own: at 1M memories the link lists alone are ~0.4 GB.
+            del recent, node_uids
             if m:
                 if not inside:
                     # Memories already stored gain links: their recent-link lists are unset,
@@ -157,6 +160,7 @@ class KuzuBulk(KuzuBase):
                         {"u": sorted(older)},
                         {"u": "uid"},
                     )
+                del a, b
                 table = pa.table(
                     {
                         "from": src,
