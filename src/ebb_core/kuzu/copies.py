@@ -50,28 +50,38 @@ class _RecallCache:
         return self._ns_codes.setdefault(namespace, len(self._ns_codes))
 
     def build(self, table: Any) -> None:
+        """Take the recall columns from ``table`` (offsets ``o``, uids ``u``, kinds ``k``, tiers
+        ``t``, keys ``y``, pins ``p``), column-wise: the same in a Python loop over the rows
+        took ~1.5 s of a maintain at 1M memories."""
         import numpy as np
+        import pyarrow.compute as pc
 
         offsets = table["o"].to_numpy()
         size = int(offsets.max()) + 1 if len(offsets) else 0
-        self.uid = [None] * size
-        self.kind = [""] * size
+        uids = table["u"].to_pylist()
+        spread: Any = np.full(size, None, object)
+        spread[offsets] = uids
+        self.uid = spread.tolist()
+        # one string object per kind and per namespace, not one per memory
+        kinds = pc.dictionary_encode(table["k"].combine_chunks())
+        names = np.array([*kinds.dictionary.to_pylist(), None], object)
+        spread[:] = ""
+        spread[offsets] = names[kinds.indices.fill_null(len(names) - 1).to_numpy()]
+        self.kind = spread.tolist()
+        del spread
         self.tier = np.full(size, 4, np.int64)
         self.key = np.zeros(size, np.float64)
         self.pinned = np.zeros(size, np.bool_)
         self.ns = np.full(size, -1, np.int64)
-        uids, kinds = table["u"].to_pylist(), table["k"].to_pylist()
-        codes = []
-        names: dict[str, str] = {}  # one string object per kind, not one per memory
-        for o, u, k in zip(offsets.tolist(), uids, kinds, strict=True):
-            self.uid[o] = u
-            self.kind[o] = names.setdefault(k, k)
-            codes.append(self.ns_code(u[: u.index(SEP)]))
-        self.ns[offsets] = codes
+        if len(offsets):
+            prefix = pc.split_pattern(table["u"].combine_chunks(), SEP, max_splits=1)
+            spaces = pc.dictionary_encode(pc.list_element(prefix, 0))
+            codes = np.array([self.ns_code(x) for x in spaces.dictionary.to_pylist()], np.int64)
+            self.ns[offsets] = codes[spaces.indices.to_numpy()]
         self.tier[offsets] = table["t"].to_numpy()
         self.key[offsets] = table["y"].to_numpy()
         self.pinned[offsets] = table["p"].to_numpy(zero_copy_only=False)
-        self.offset = {u: o for o, u in zip(offsets.tolist(), uids, strict=True)}
+        self.offset = dict(zip(uids, offsets.tolist(), strict=True))
         self.base = None
         self.pos = np.full(size, -1, np.int64)
         self.fresh = np.zeros(size, np.bool_)
