@@ -98,19 +98,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 # -- the server ----------------------------------------------------------------------------------
 
 
-def build_server(access: StoreAccess) -> MCPServer[Any]:
-    """The MCP server with Ebb's tools and two resources, on ``access``'s store."""
-    try:
-        from mcp.server.mcpserver import Context, MCPServer
-        from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-        from mcp.types import CallToolResult, InputRequiredResult
-    except ImportError as exc:
-        raise BackendUnavailable(
-            f"the MCP server needs its extra: pip install 'ebb-memory[mcp]' ({exc})"
-        ) from None
-    from . import __version__
+def _runner(access: StoreAccess, tool_error: type[Exception]) -> Callable[..., Any]:
+    """``run(what, work, error)``: one store session; Ebb's errors become clear tool errors.
 
-    def run(what: str, work: Callable[[Brain], T], error: type[Exception] = ToolError) -> T:
+    ``tool_error`` is the SDK's ``ToolError`` (imported lazily by ``build_server``)."""
+
+    def run(what: str, work: Callable[[Brain], T], error: type[Exception] = tool_error) -> T:
         """Do ``work`` in one store session; Ebb's errors become clear tool errors."""
         try:
             with access.brain() as brain:
@@ -125,6 +118,23 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
                 f"unexpected {type(exc).__name__} in {what}: {exc}. This is a bug in Ebb. Each "
                 "call is one transaction: the store has all of this call's change or none of it."
             ) from None
+
+    return run
+
+
+def build_server(access: StoreAccess) -> MCPServer[Any]:
+    """The MCP server with Ebb's tools and two resources, on ``access``'s store."""
+    try:
+        from mcp.server.mcpserver import Context, MCPServer
+        from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+        from mcp.types import CallToolResult, InputRequiredResult
+    except ImportError as exc:
+        raise BackendUnavailable(
+            f"the MCP server needs its extra: pip install 'ebb-memory[mcp]' ({exc})"
+        ) from None
+    from . import __version__
+
+    run = _runner(access, ToolError)
 
     class EbbServer(MCPServer[Any]):
         async def call_tool(
