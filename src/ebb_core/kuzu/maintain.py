@@ -50,20 +50,15 @@ class KuzuMaintain(KuzuBase):
         *,
         spreading: str,
     ) -> int:
-        # A vectorised pass: read the namespace's edges as Arrow, score with the same pure
-        # functions in numpy, write base/key/degree back with one LOAD FROM. (The same sums as
-        # Cypher aggregations took ~6 s at 100k memories / 500k edges; this takes well under 1.)
+        """The pass itself: read the namespace's columns, score them, write back the changes.
+
+        A vectorised pass: read the namespace's edges as Arrow, score with the same pure
+        functions in numpy, write base/key/degree back with one LOAD FROM. (The same sums as
+        Cypher aggregations took ~6 s at 100k memories / 500k edges; this takes well under 1.)
+        """
         import numpy as np
-        import pyarrow as pa
 
-        from .. import scoring
-
-        if spreading != "default":
-            raise InvalidInput(
-                f"spreading {spreading!r} is not available on the embedded Kùzu backend, which "
-                "has 'default' (one damped hop); 'pagerank' needs Neo4j with Graph Data Science",
-                field="spreading",
-            )
+        _check_spreading(spreading)
         # Only numeric columns are read (no text: at 1M memories / 5M links the uids, ids and
         # link kinds were ~0.3 GB of strings): rows are written back by the uids the recall
         # columns hold, and ids and link kinds are read only to build unset recent-link lists.
@@ -88,72 +83,93 @@ class KuzuMaintain(KuzuBase):
             size = int(offsets.max()) + 1
             src = edges["a"].to_numpy() if edges.num_rows else np.zeros(0, np.int64)
             dst = edges["b"].to_numpy() if edges.num_rows else np.zeros(0, np.int64)
-            read_us, has_read = np.zeros(size, np.int64), np.zeros(size, np.bool_)
-            read_us[offsets] = nodes["r"].fill_null(0).to_numpy()
-            has_read[offsets] = nodes["r"].is_valid().to_numpy(zero_copy_only=False)
-            base, key, degree = scoring.graph_keys(
-                size,
-                src,
-                dst,
-                edges["w"].to_numpy() if edges.num_rows else np.zeros(0),
-                edges["t"].to_numpy() if edges.num_rows else np.zeros(0, np.int64),
-                read_us,
-                has_read,
-                epoch_us,
-                half_life_us,
-                read_bonus,
-                spread,
-            )
-            # Only rows whose stored values differ are written: between maintains most keys
-            # are exact already (every event keeps its own nodes exact), and writing 100k
-            # rows back costs Kùzu seconds. Float noise from incremental sums is not a change.
-            b_new, k_new, d_new = base[offsets], key[offsets], degree[offsets]
-            b_old = nodes["b0"].fill_null(np.nan).to_numpy()
-            k_old = nodes["k0"].fill_null(np.nan).to_numpy()
-            d_old = nodes["d0"].fill_null(-1).to_numpy()
-            stale = (
-                ~np.isclose(b_new, b_old, rtol=1e-12, atol=1e-300)
-                | ~np.isclose(k_new, k_old, rtol=1e-12, atol=1e-300)
-                | (d_new != d_old)
+            base, key, degree = _score_columns(
+                nodes, edges, offsets, size, src, dst, epoch_us, half_life_us, read_bonus, spread
             )
             uid_at = self._cache.uid
-
-            def uids(rows: Any) -> Any:
-                return pa.array([uid_at[o] for o in offsets[rows].tolist()], pa.string())
-
-            rows = np.flatnonzero(stale)
-            if len(rows):
-                self._run(
-                    "LOAD FROM $rows MATCH (n:Memory {uid: u}) SET n.base_key = b, n.key = k, "
-                    "n.degree = d",
-                    {
-                        "rows": pa.table(
-                            {
-                                "u": uids(rows),
-                                "b": pa.array(b_new[rows], pa.float64()),
-                                "k": pa.array(k_new[rows], pa.float64()),
-                                "d": pa.array(d_new[rows], pa.int64()),
-                            }
-                        )
-                    },
-                )
+            stale = self._write_changed_keys(nodes, offsets, base, key, degree, uid_at)
             # Recent-link lists are kept current by every write; only unset ones (after a bulk
             # load, or around a deleted memory) are built here, from their memories' edges.
             if unset.any():
-                flag = np.zeros(size, np.bool_)
-                flag[offsets[unset]] = True
-                near = flag[src] | flag[dst]
-                part = edges.filter(pa.array(near)) if edges.num_rows else edges
-                cut = len(namespace) + len(SEP)
-                ids = pa.array([uid_at[o][cut:] for o in offsets.tolist()], pa.string())
-                recent = _recent_link_lists(nodes.append_column("i", ids), part, offsets)
-                rows = np.flatnonzero(unset)
-                self._run(
-                    "LOAD FROM $rows MATCH (n:Memory {uid: u}) SET n.recent_links = l",
-                    {"rows": pa.table({"u": uids(rows), "l": recent.take(pa.array(rows))})},
+                self._write_unset_recent_links(
+                    namespace, nodes, edges, offsets, size, src, dst, unset, uid_at
                 )
         self._mirror.apply(KeysSet(offsets, key, offsets[stale | unset], size))
         return int(nodes.num_rows)
+
+    def _write_changed_keys(
+        self, nodes: Any, offsets: Any, base: Any, key: Any, degree: Any, uid_at: Any
+    ) -> Any:
+        """Write back the base/key/degree of the rows whose stored values differ; return the
+        boolean mask of those rows (in ``nodes`` row order).
+
+        Only rows whose stored values differ are written: between maintains most keys are exact
+        already (every event keeps its own nodes exact), and writing 100k rows back costs Kùzu
+        seconds. Float noise from incremental sums is not a change.
+        """
+        import numpy as np
+        import pyarrow as pa
+
+        b_new, k_new, d_new = base[offsets], key[offsets], degree[offsets]
+        b_old = nodes["b0"].fill_null(np.nan).to_numpy()
+        k_old = nodes["k0"].fill_null(np.nan).to_numpy()
+        d_old = nodes["d0"].fill_null(-1).to_numpy()
+        stale = (
+            ~np.isclose(b_new, b_old, rtol=1e-12, atol=1e-300)
+            | ~np.isclose(k_new, k_old, rtol=1e-12, atol=1e-300)
+            | (d_new != d_old)
+        )
+        rows = np.flatnonzero(stale)
+        if len(rows):
+            self._run(
+                "LOAD FROM $rows MATCH (n:Memory {uid: u}) SET n.base_key = b, n.key = k, "
+                "n.degree = d",
+                {
+                    "rows": pa.table(
+                        {
+                            "u": _uid_column(uid_at, offsets, rows),
+                            "b": pa.array(b_new[rows], pa.float64()),
+                            "k": pa.array(k_new[rows], pa.float64()),
+                            "d": pa.array(d_new[rows], pa.int64()),
+                        }
+                    )
+                },
+            )
+        return stale
+
+    def _write_unset_recent_links(
+        self,
+        namespace: str,
+        nodes: Any,
+        edges: Any,
+        offsets: Any,
+        size: int,
+        src: Any,
+        dst: Any,
+        unset: Any,
+        uid_at: Any,
+    ) -> None:
+        """Build the recent-link lists of the memories that have none (``unset``, in ``nodes``
+        row order) from the edges touching them, and write them with one ``LOAD FROM``."""
+        import numpy as np
+        import pyarrow as pa
+
+        flag = np.zeros(size, np.bool_)
+        flag[offsets[unset]] = True
+        near = flag[src] | flag[dst]
+        part = edges.filter(pa.array(near)) if edges.num_rows else edges
+        cut = len(namespace) + len(SEP)
+        ids = pa.array([uid_at[o][cut:] for o in offsets.tolist()], pa.string())
+        recent = _recent_link_lists(nodes.append_column("i", ids), part, offsets)
+        rows = np.flatnonzero(unset)
+        self._run(
+            "LOAD FROM $rows MATCH (n:Memory {uid: u}) SET n.recent_links = l",
+            {
+                "rows": pa.table(
+                    {"u": _uid_column(uid_at, offsets, rows), "l": recent.take(pa.array(rows))}
+                )
+            },
+        )
 
     def scale_keys(self, factor: float) -> None:
         self._mirror.apply(KeysSet())  # every stored base and key changes
@@ -322,3 +338,56 @@ def _recent_link_lists(nodes: Any, edges: Any, offsets: Any) -> Any:
     if not pieces:
         return pa.array([], pa.string())
     return pa.concat_arrays(pieces)
+
+
+def _check_spreading(spreading: str) -> None:
+    """Refuse a spreading mode other than 'default', which is all the Kùzu backend has."""
+    if spreading != "default":
+        raise InvalidInput(
+            f"spreading {spreading!r} is not available on the embedded Kùzu backend, which "
+            "has 'default' (one damped hop); 'pagerank' needs Neo4j with Graph Data Science",
+            field="spreading",
+        )
+
+
+def _score_columns(
+    nodes: Any,
+    edges: Any,
+    offsets: Any,
+    size: int,
+    src: Any,
+    dst: Any,
+    epoch_us: int,
+    half_life_us: float,
+    read_bonus: float,
+    spread: float,
+) -> tuple[Any, Any, Any]:
+    """Every memory's (base, key, degree) by node offset, from the namespace's Arrow columns,
+    with :func:`ebb_core.scoring.graph_keys`."""
+    import numpy as np
+
+    from .. import scoring
+
+    read_us, has_read = np.zeros(size, np.int64), np.zeros(size, np.bool_)
+    read_us[offsets] = nodes["r"].fill_null(0).to_numpy()
+    has_read[offsets] = nodes["r"].is_valid().to_numpy(zero_copy_only=False)
+    return scoring.graph_keys(
+        size,
+        src,
+        dst,
+        edges["w"].to_numpy() if edges.num_rows else np.zeros(0),
+        edges["t"].to_numpy() if edges.num_rows else np.zeros(0, np.int64),
+        read_us,
+        has_read,
+        epoch_us,
+        half_life_us,
+        read_bonus,
+        spread,
+    )
+
+
+def _uid_column(uid_at: Any, offsets: Any, rows: Any) -> Any:
+    """The uids of ``rows`` (indices into ``offsets``) as an Arrow string column."""
+    import pyarrow as pa
+
+    return pa.array([uid_at[o] for o in offsets[rows].tolist()], pa.string())
