@@ -69,78 +69,26 @@ class KuzuBulk(KuzuBase):
     def bulk_insert(
         self, nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]
     ) -> None:
-        import numpy as np
+        """Write an import's memory and link columns: memories (COPY while the text index is
+        dropped, else one CREATE each), then the links' COPY.
+
+        Each big column is released as soon as nothing after needs it (the memories' before
+        the links' COPY, the edge-end indices before the link table), for peak memory at 1M.
+        """
         import pyarrow as pa
         import pyarrow.compute as pc
 
         self._mirror.apply(Reloaded())
-
-        def col(values: Any, typ: Any) -> Any:
-            if isinstance(values, (pa.Array, pa.ChunkedArray)):
-                return values.cast(typ)
-            return pa.array(values, type=typ)
-
-        def uids(ns: Any, ids: Any) -> Any:
-            return pc.binary_join_element_wise(col(ns, pa.string()), col(ids, pa.string()), SEP)
-
         n, m = len(nodes["id"]), len(edges["src"])
-        node_uids = uids(nodes["namespace"], nodes["id"]) if n else pa.array([], pa.string())
-        src = uids(edges["namespace"], edges["src"]) if m else pa.array([], pa.string())
-        dst = uids(edges["namespace"], edges["dst"]) if m else pa.array([], pa.string())
+        node_uids = _uids(nodes["namespace"], nodes["id"]) if n else pa.array([], pa.string())
+        src = _uids(edges["namespace"], edges["src"]) if m else pa.array([], pa.string())
+        dst = _uids(edges["namespace"], edges["dst"]) if m else pa.array([], pa.string())
         a, b = pc.index_in(src, value_set=node_uids), pc.index_in(dst, value_set=node_uids)
         inside = m == 0 or (a.null_count == 0 and b.null_count == 0)
-        # No links in this load: the new memories have none, so their lists are known (empty);
-        # unset, a recall reaching them would build and write each one (a write per read).
-        recent = pa.nulls(n, pa.string()) if m else pa.array([""] * n, pa.string())
-        if n and m and inside:
-            # Every edge joins two of these new memories: their recent-link lists follow
-            # from the columns, as maintain would build them.
-            recent = _recent_link_lists(
-                pa.table({"i": col(nodes["id"], pa.string())}),
-                pa.table(
-                    {
-                        "a": a,
-                        "b": b,
-                        "t": col(edges["reinforced_us"], pa.int64()),
-                        "k": col(edges["kind"], pa.string()),
-                        "w": col(edges["weight"], pa.float64()),
-                    }
-                ),
-                np.arange(n),
-            )
-
-        def scores(name: str, typ: Any, zero: Any) -> Any:
-            # the Brain may send final scores with an import; otherwise they are recomputed
-            return col(nodes[name], typ) if name in nodes else pa.array([zero] * n, typ)
-
+        recent = _new_recent_links(nodes, edges, n, m, inside, a, b)
         with self.transaction():
             if n:
-                table = pa.table(
-                    {
-                        "uid": node_uids,
-                        "id": col(nodes["id"], pa.string()),
-                        "ns": col(nodes["namespace"], pa.string()),
-                        **{
-                            c: col(nodes[c], _arrow_types()[c])
-                            for c in (
-                                "kind",
-                                "text",
-                                "props",
-                                "created_us",
-                                "updated_us",
-                                "last_read_us",
-                                "pinned",
-                                "tier",
-                                "review_reason",
-                                "queued_us",
-                            )
-                        },
-                        "base_key": scores("base_key", pa.float64(), 0.0),
-                        "key": scores("key", pa.float64(), 0.0),
-                        "degree": scores("degree", pa.int64(), 0),
-                        "recent_links": recent,
-                    }
-                )
+                table = _memory_table(nodes, node_uids, recent, n)
                 if self._index_dropped:
                     self._copy("Memory", table)
                 else:  # see bulk_load: no COPY into Memory while its text index is there
@@ -151,29 +99,25 @@ class KuzuBulk(KuzuBase):
             del recent, node_uids
             if m:
                 if not inside:
-                    # Memories already stored gain links: their recent-link lists are unset,
-                    # to be rebuilt from all their edges (by maintain, or on first use).
-                    older = set(src.filter(pc.is_null(a)).to_pylist())
-                    older |= set(dst.filter(pc.is_null(b)).to_pylist())
-                    self._load(
-                        "MATCH (n:Memory {uid: u}) SET n.recent_links = NULL",
-                        {"u": sorted(older)},
-                        {"u": "uid"},
-                    )
+                    self._unset_recent_links(src, dst, a, b)
                 del a, b
-                table = pa.table(
-                    {
-                        "from": src,
-                        "to": dst,
-                        "kind": col(edges["kind"], pa.string()),
-                        "weight": col(edges["weight"], pa.float64()),
-                        "created_us": col(edges["created_us"], pa.int64()),
-                        "reinforced_us": col(edges["reinforced_us"], pa.int64()),
-                        "props": col(edges["props"], pa.string()),
-                    }
-                )
+                table = _link_table(src, dst, edges)
                 self._copy("Link", table)
                 del table
+
+    def _unset_recent_links(self, src: Any, dst: Any, a: Any, b: Any) -> None:
+        """Unset the recent-link lists of the memories already stored that gain links (an end
+        whose index among the new memories, ``a`` or ``b``, is null): they are rebuilt from all
+        their edges, by maintain or on first use."""
+        import pyarrow.compute as pc
+
+        older = set(src.filter(pc.is_null(a)).to_pylist())
+        older |= set(dst.filter(pc.is_null(b)).to_pylist())
+        self._load(
+            "MATCH (n:Memory {uid: u}) SET n.recent_links = NULL",
+            {"u": sorted(older)},
+            {"u": "uid"},
+        )
 
     def _create_rows(self, table: Any) -> None:
         """Insert an Arrow table of Memory rows with one parameterised CREATE each."""
@@ -182,3 +126,110 @@ class KuzuBulk(KuzuBase):
         for lo in range(0, table.num_rows, 10_000):
             for row in table.slice(lo, 10_000).to_pylist():
                 self._q(query, row)
+
+
+def _col(values: Any, typ: Any) -> Any:
+    """An import column as an Arrow array of type ``typ``."""
+    import pyarrow as pa
+
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values.cast(typ)
+    return pa.array(values, type=typ)
+
+
+def _uids(ns: Any, ids: Any) -> Any:
+    """The uids (namespace, SEP, id) of two import columns."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.binary_join_element_wise(_col(ns, pa.string()), _col(ids, pa.string()), SEP)
+
+
+def _new_recent_links(
+    nodes: Mapping[str, Sequence[Any]],
+    edges: Mapping[str, Sequence[Any]],
+    n: int,
+    m: int,
+    inside: bool,
+    a: Any,
+    b: Any,
+) -> Any:
+    """The new memories' recent-link lists as far as the load's columns tell them: empty when
+    the load has no links, built from the links when every one joins two new memories (``a``
+    and ``b`` their ends' indices), unset (null) otherwise."""
+    import numpy as np
+    import pyarrow as pa
+
+    # No links in this load: the new memories have none, so their lists are known (empty);
+    # unset, a recall reaching them would build and write each one (a write per read).
+    recent = pa.nulls(n, pa.string()) if m else pa.array([""] * n, pa.string())
+    if n and m and inside:
+        # Every edge joins two of these new memories: their recent-link lists follow
+        # from the columns, as maintain would build them.
+        recent = _recent_link_lists(
+            pa.table({"i": _col(nodes["id"], pa.string())}),
+            pa.table(
+                {
+                    "a": a,
+                    "b": b,
+                    "t": _col(edges["reinforced_us"], pa.int64()),
+                    "k": _col(edges["kind"], pa.string()),
+                    "w": _col(edges["weight"], pa.float64()),
+                }
+            ),
+            np.arange(n),
+        )
+    return recent
+
+
+def _memory_table(nodes: Mapping[str, Sequence[Any]], node_uids: Any, recent: Any, n: int) -> Any:
+    """The Memory rows of an import as one Arrow table."""
+    import pyarrow as pa
+
+    def scores(name: str, typ: Any, zero: Any) -> Any:
+        # the Brain may send final scores with an import; otherwise they are recomputed
+        return _col(nodes[name], typ) if name in nodes else pa.array([zero] * n, typ)
+
+    return pa.table(
+        {
+            "uid": node_uids,
+            "id": _col(nodes["id"], pa.string()),
+            "ns": _col(nodes["namespace"], pa.string()),
+            **{
+                c: _col(nodes[c], _arrow_types()[c])
+                for c in (
+                    "kind",
+                    "text",
+                    "props",
+                    "created_us",
+                    "updated_us",
+                    "last_read_us",
+                    "pinned",
+                    "tier",
+                    "review_reason",
+                    "queued_us",
+                )
+            },
+            "base_key": scores("base_key", pa.float64(), 0.0),
+            "key": scores("key", pa.float64(), 0.0),
+            "degree": scores("degree", pa.int64(), 0),
+            "recent_links": recent,
+        }
+    )
+
+
+def _link_table(src: Any, dst: Any, edges: Mapping[str, Sequence[Any]]) -> Any:
+    """The Link rows of an import (``src``/``dst`` their ends' uids) as one Arrow table."""
+    import pyarrow as pa
+
+    return pa.table(
+        {
+            "from": src,
+            "to": dst,
+            "kind": _col(edges["kind"], pa.string()),
+            "weight": _col(edges["weight"], pa.float64()),
+            "created_us": _col(edges["created_us"], pa.int64()),
+            "reinforced_us": _col(edges["reinforced_us"], pa.int64()),
+            "props": _col(edges["props"], pa.string()),
+        }
+    )
