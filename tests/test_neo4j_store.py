@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ebb_core import Brain, FixedClock, InvalidInput, Tier
-from ebb_core.errors import BackendUnavailable
+from ebb_core.errors import BackendUnavailable, StorageError
 from ebb_core.kuzu_store import KuzuStore
 from ebb_core.neo4j import SCHEMA_VERSION, TEXT_INDEX, Neo4jStore, lucene_query
 from ebb_core.store import GraphStore
@@ -430,5 +430,144 @@ def test_existing_ids_of_many_ids_looks_at_the_namespace_first(
         assert store.existing_ids("full", ids) == {"note:b"}
         Brain(store, namespace="empty", clock=clock).remember("now here", id="note:c")
         assert store.existing_ids("empty", ids) == {"note:c"}
+    finally:
+        store.close()
+
+
+def _maintain_state(store: Neo4jStore, ns: str) -> dict[str, Any]:
+    """Tiers, keys and the maintain audit entries of ``ns`` (namespace left out)."""
+    audit = [
+        {k: v for k, v in e.model_dump().items() if k != "namespace"}
+        for e in store.audit_log(ns, limit=10_000)
+        if e.actor == "maintain"
+    ]
+    tiers = {n.id: n.tier for b in store.scan_nodes(ns) for n in b}
+    return {"tiers": tiers, "audit": audit}
+
+
+def _moving_namespace(store: Neo4jStore, ns: str, clock: FixedClock) -> Brain:
+    """40 memories written days apart, a few read since: a first maintain moves most of them."""
+    brain = Brain(store, namespace=ns, clock=clock)
+    for i in range(40):
+        links = [f"note:{i - 1}"] if i else []
+        brain.remember(f"note {i} about word{i % 7}", id=f"note:{i}", links=links)
+        clock.advance(days=3)
+    brain.recall("word3", k=3)
+    return brain
+
+
+def test_maintain_commits_tier_moves_in_batches_like_one_transaction(
+    neo4j_uri: str, tmp_path: Path
+) -> None:
+    """Tier moves and their audit entries in transactions of 4 rows: the same tiers, report
+    and audit log as all of them in one transaction."""
+    from datetime import datetime, timezone
+
+    small = Neo4jStore(neo4j_uri, batch_size=4)
+    one = Neo4jStore(neo4j_uri)
+    try:
+        assert small.tier_moves_per_transaction == 4
+        reports = {}
+        for ns, store in (("small", small), ("one", one)):
+            clock = FixedClock(datetime(2026, 1, 1, tzinfo=timezone.utc))
+            reports[ns] = _moving_namespace(store, ns, clock).maintain()
+        moved = sum(reports["small"].moved.values())
+        assert moved > 3 * 4, reports["small"].moved  # several batches
+        assert reports["small"].model_dump(exclude={"namespace"}) == reports["one"].model_dump(
+            exclude={"namespace"}
+        )
+        assert _maintain_state(small, "small") == _maintain_state(one, "one")
+        assert len(_maintain_state(small, "small")["audit"]) == moved
+    finally:
+        small.close()
+        one.close()
+
+
+def test_a_maintain_cut_short_between_batches_leaves_whole_moves_and_the_next_finishes(
+    neo4j_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The third batch of tier moves fails: each memory is moved and audited, or untouched;
+    the next maintain moves the rest, and the end state equals an uninterrupted run."""
+    from datetime import datetime, timezone
+
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    store = Neo4jStore(neo4j_uri, batch_size=4)
+    try:
+        reference = _moving_namespace(store, "whole", FixedClock(start))
+        reference.maintain()
+        want = _maintain_state(store, "whole")
+
+        brain = _moving_namespace(store, "cut", FixedClock(start))
+        before = {n.id: n.tier for b in store.scan_nodes("cut") for n in b}
+        real, calls = store.set_tiers, []
+
+        def failing(*args: Any) -> None:
+            calls.append(1)
+            if len(calls) == 3:
+                raise BackendUnavailable("the server went away (test)")
+            real(*args)
+
+        monkeypatch.setattr(store, "set_tiers", failing)
+        with pytest.raises(BackendUnavailable, match="went away"):
+            brain.maintain()
+        monkeypatch.undo()
+        half = _maintain_state(store, "cut")
+        audited = {e["node_id"]: e for e in half["audit"]}
+        assert len(audited) == len(half["audit"]) == 2 * 4  # two whole batches committed
+        for i, tier in half["tiers"].items():
+            if i in audited:
+                assert audited[i]["from_tier"] == before[i] and audited[i]["to_tier"] == tier
+                assert tier == want["tiers"][i]
+            else:
+                assert tier == before[i], i
+        brain.maintain()
+        done = _maintain_state(store, "cut")
+        assert done["tiers"] == want["tiers"]
+        moves = {(e["node_id"], e["from_tier"], e["to_tier"]) for e in done["audit"]}
+        assert moves == {(e["node_id"], e["from_tier"], e["to_tier"]) for e in want["audit"]}
+        assert len(done["audit"]) == len(want["audit"])
+    finally:
+        store.close()
+
+
+def test_a_transient_error_the_retries_do_not_get_past_becomes_a_storage_error(
+    neo4j_uri: str, clock: FixedClock
+) -> None:
+    """The server's transaction-memory error (the driver's own TransientError for that code),
+    after the driver's retries and inside an explicit transaction, reaches the caller as
+    ``StorageError`` naming what failed and what to do, never as a raw driver exception."""
+    from neo4j.exceptions import Neo4jError
+
+    store = Neo4jStore(neo4j_uri, retry_seconds=1.0, batch_size=500)
+    memory = Neo4jError._hydrate_neo4j(
+        code="Neo.TransientError.General.MemoryPoolOutOfMemoryError",
+        message="The allocation of an extra 2.0 MiB would use more than the limit 716.8 MiB.",
+    )
+    other = Neo4jError._hydrate_neo4j(
+        code="Neo.TransientError.Transaction.DeadlockDetected", message="a deadlock"
+    )
+
+    def failing(error: Neo4jError) -> Any:
+        def work(tx: Any) -> None:
+            tx.run("MERGE (m:Meta {key: 'transient-test'})").consume()
+            raise error
+
+        return work
+
+    try:
+        with pytest.raises(StorageError) as caught:
+            store._unit(failing(memory))  # the driver retries it for retry_seconds, then gives up
+        message = str(caught.value)
+        assert "ran out of transaction memory" in message
+        assert "MemoryPoolOutOfMemoryError" in message and "rolled back" in message
+        assert "dbms.memory.transaction.total.max" in message and "batch_size (now 500)" in message
+        with (
+            pytest.raises(StorageError, match=r"DeadlockDetected.*retry later"),
+            store.transaction(),
+        ):
+            store._unit(failing(other))
+        assert store.get_meta("transient-test") is None
+        Brain(store, namespace="after", clock=clock).remember("still works", id="note:a")
+        assert store.counts("after").nodes == 1
     finally:
         store.close()

@@ -71,40 +71,58 @@ class MaintenanceMixin(BrainBase):
             return self._policy_moves(moves, self._now_us())[0].moves()
 
     def _retier(self, now_us: int, scanned: int, rebased: bool, spreading: str) -> MaintainReport:
-        cfg = self._s.config
+        cfg, store = self._s.config, self._s.store
+        per_tx = store.tier_moves_per_transaction
+        moved: dict[str, int] = {}
+        queued: list[str] = []
+        now = from_us(now_us)
         with self._tx():
             self._refresh_reference()
             mx = self._ref_key()
             # As columns: a first maintain can move most of a million memories, and one
             # object (and audit entry) per move took seconds and gigabytes.
-            moves = self._s.store.tier_move_columns(
+            moves = store.tier_move_columns(
                 self._ns, mx, cfg.hot_ratio, cfg.warm_ratio, cfg.cold_ratio
             )
             moves, why_moved = self._policy_moves(moves, now_us)
-            now = from_us(now_us)
-            moved: dict[str, int] = {}
-            queued: list[str] = []
-            first = self._s.store.last_audit_seq(self._ns) + 1 if len(moves) else 0
-            for lo in range(0, len(moves), _MOVES_PER_WRITE):
-                self._write_moves(
-                    moves.take(slice(lo, lo + _MOVES_PER_WRITE)),
-                    why_moved,
-                    now,
-                    first + lo,
-                    moved,
-                    queued,
-                )
-            if queued:
-                self._refresh_reference()  # the frozen no longer count
-            return MaintainReport(
-                namespace=self._ns,
-                scanned=scanned,
-                moved=moved,
-                newly_queued=queued,
-                reference_activation=self._activation(self._ref_key(), now_us),
-                rebased=rebased,
-                spreading=spreading,
-            )
+            if per_tx is None:  # every move in this one transaction
+                first = store.last_audit_seq(self._ns) + 1 if len(moves) else 0
+                for lo in range(0, len(moves), _MOVES_PER_WRITE):
+                    part = moves.take(slice(lo, lo + _MOVES_PER_WRITE))
+                    self._write_moves(part, why_moved, now, first + lo, moved, queued)
+                return self._report(now_us, scanned, rebased, spreading, moved, queued)
+        if per_tx is not None:
+            # Bounded transactions (a server's memory limit): each batch's moves and their
+            # audit entries commit together, so a failure or a crash between batches leaves
+            # every memory moved and audited or untouched; the next maintain finishes.
+            for lo in range(0, len(moves), max(1, per_tx)):
+                with self._tx():
+                    first = store.last_audit_seq(self._ns) + 1
+                    part = moves.take(slice(lo, lo + max(1, per_tx)))
+                    self._write_moves(part, why_moved, now, first, moved, queued)
+        with self._tx():
+            return self._report(now_us, scanned, rebased, spreading, moved, queued)
+
+    def _report(
+        self,
+        now_us: int,
+        scanned: int,
+        rebased: bool,
+        spreading: str,
+        moved: dict[str, int],
+        queued: list[str],
+    ) -> MaintainReport:
+        if queued:
+            self._refresh_reference()  # the frozen no longer count
+        return MaintainReport(
+            namespace=self._ns,
+            scanned=scanned,
+            moved=moved,
+            newly_queued=queued,
+            reference_activation=self._activation(self._ref_key(), now_us),
+            rebased=rebased,
+            spreading=spreading,
+        )
 
     def _write_moves(
         self,

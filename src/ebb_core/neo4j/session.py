@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import Any, NoReturn, TypeVar
 
-from ..errors import BackendUnavailable, EbbError, ImportInterrupted, InvalidInput
+from ..errors import BackendUnavailable, EbbError, ImportInterrupted, InvalidInput, StorageError
 from .queries import _SCHEMA, IMPORT_MARKER, SCHEMA_VERSION, URI_SCHEMES, _schema_name
 
 __all__ = ["Neo4jSession", "neo4j", "neo4j_errors"]
@@ -60,6 +60,8 @@ class _TxState(threading.local):
 class Neo4jSession:
     """Connection and transaction plumbing of :class:`~ebb_core.neo4j.store.Neo4jStore`."""
 
+    tier_moves_per_transaction: int | None  # see ServerScoring: here ``batch_size``
+
     def __init__(
         self,
         uri: str,
@@ -82,6 +84,7 @@ class Neo4jSession:
         self._database = database or None
         self._retry = float(retry_seconds)
         self._batch = int(batch_size)
+        self.tier_moves_per_transaction = self._batch  # maintain's moves, batch by batch
         self._local = _TxState()
         self._closed = False
         self._gds: bool | None = None
@@ -145,6 +148,8 @@ class Neo4jSession:
                     f"Neo4j at {self._uri} has no database {self._database!r}: create it or fix "
                     "NEO4J_DATABASE"
                 ) from None
+            if isinstance(exc, neo4j_errors.TransientError):
+                self._transient(exc)
             if not isinstance(exc, neo4j_errors.AuthError):
                 raise
             raise BackendUnavailable(
@@ -158,6 +163,23 @@ class Neo4jSession:
             ) from None
         except _CONNECTION_LOST as exc:
             self._lost(exc, stage)
+
+    def _transient(self, exc: neo4j_errors.Neo4jError) -> NoReturn:
+        """A transient server error the retries did not get past (or, inside an explicit
+        transaction, could not retry), as a :class:`StorageError` naming the remedy."""
+        code = exc.code or "a transient error"
+        reason = " ".join(str(exc.message or exc).split())[:240]
+        if "Memory" in code:
+            raise StorageError(
+                f"Neo4j at {self._uri} ran out of transaction memory ({code}: {reason}); the "
+                "failed transaction was rolled back: raise the server's "
+                "dbms.memory.transaction.total.max (and db.memory.transaction.max), or open the "
+                f"store with a smaller batch_size (now {self._batch}), then retry"
+            ) from None
+        raise StorageError(
+            f"Neo4j at {self._uri} reported {code} and retrying for {self._retry:g} s did not "
+            f"get past it ({reason}); the failed transaction was rolled back: retry later"
+        ) from None
 
     def _lost(self, exc: Exception, stage: str) -> NoReturn:
         reason = " ".join(str(exc).split())[:240]

@@ -20,6 +20,14 @@ class ServerScoring(FastWrites):
     """Whole-namespace scoring passes (capability ``"scoring"``); the defaults may use the
     indexed reads and the fast writes."""
 
+    #: How many tier moves (with their audit entries) ``Brain.maintain`` commits per
+    #: transaction; ``None`` (the default) writes them all in one. A server backend with a
+    #: per-transaction memory limit sets it, so a first ``maintain`` over a million memories
+    #: commits in bounded batches: each memory's move and its audit entry share a
+    #: transaction, so a run cut short leaves each memory moved and audited or untouched,
+    #: and the next ``maintain`` finishes the job.
+    tier_moves_per_transaction: int | None = None
+
     def recompute_keys(
         self,
         namespace: str,
