@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 HEAVY = ("pydantic", "rich", "kuzu", "pyarrow", "numpy", "ebb_core.engine", "ebb_core.mcp_server")
 
 
@@ -83,3 +85,19 @@ def test_the_package_imports_its_names_on_first_use() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_link_decay_row_by_row_equals_the_vectorised_form() -> None:
+    """strongest_links decays a few links row by row (no numpy import) and many with numpy:
+    both are scoring.decay, and give the same weights, future-dated links included."""
+    from ebb_core import scoring
+    from ebb_core.kuzu.links import _decayed_weights
+
+    now, h = 10_000_000_000, 3_600_000_000.0
+    live = [(0, ("b", "about", True, 0.5 + i / 10, now - i * 900_000_000)) for i in range(-2, 9)]
+    rows = _decayed_weights(live, now, h, vectorised=False)
+    cols = _decayed_weights(live, now, h, vectorised=True)
+    assert rows == pytest.approx(cols, rel=1e-12)
+    assert rows[0] == live[0][1][3]  # reinforced after now: no decay, never more than its weight
+    assert rows[-1] == pytest.approx(live[-1][1][3] * scoring.decay(8 * 900_000_000, h))
+    assert all(isinstance(w, float) for w in rows + cols)

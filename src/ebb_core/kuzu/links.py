@@ -4,10 +4,9 @@ links (what recall expands and explains from), ``supersedes`` edges, and inciden
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Collection, Sequence
 from typing import Any
-
-import numpy as np
 
 from .. import scoring
 from ..clock import to_us
@@ -179,11 +178,7 @@ class KuzuLinks(KuzuBase):
                 if (col := columns.get(prefix + link[0])) is not None and col[0] < frozen
             ]
             if live:
-                # the decay rule is scoring.decay's, over all rows at once (as fast as inline)
-                n = len(live)
-                weights = np.fromiter((link[3] for _, link in live), float, n)
-                ages = now_us - np.fromiter((link[4] for _, link in live), np.int64, n)
-                decayed = (weights * scoring.decay(ages, half_life_us)).tolist()
+                decayed = _decayed_weights(live, now_us, half_life_us)
                 out = [
                     (dw, Link(i, o, kind, bool(outgoing), w, at))
                     for dw, (i, (o, kind, outgoing, w, at)) in zip(decayed, live, strict=True)
@@ -252,3 +247,26 @@ def _merge_link(links: list[list[Any]], new: list[Any]) -> list[list[Any]]:
     """Put ``[other, kind, out, weight, reinforced_us]`` into a most-recent-first list."""
     kept = [x for x in links if (x[0], x[1], x[2]) != (new[0], new[1], new[2])]
     return sorted([*kept, new], key=lambda x: -x[4])[:RECENT_LINKS]
+
+
+def _decayed_weights(
+    live: list[Any], now_us: int, half_life_us: float, vectorised: bool | None = None
+) -> list[float]:
+    """Each live link's weight times ``scoring.decay`` of its age (the rule written once).
+
+    Many links: over all rows at once with numpy (as fast as an inline expression). A few, in a
+    process that has not loaded numpy: row by row, so a one-shot command on a store without
+    vectors never pays numpy's import (~0.1-0.2 s; tests/test_cli_lazy.py holds it)."""
+    n = len(live)
+    if vectorised is None:
+        vectorised = n >= _NUMPY_FROM or "numpy" in sys.modules
+    if not vectorised:
+        return [link[3] * scoring.decay(now_us - link[4], half_life_us) for _, link in live]
+    import numpy as np
+
+    weights = np.fromiter((link[3] for _, link in live), float, n)
+    ages = now_us - np.fromiter((link[4] for _, link in live), np.int64, n)
+    return list((weights * scoring.decay(ages, half_life_us)).tolist())
+
+
+_NUMPY_FROM = 256  # links in one strongest_links call from which importing numpy pays
