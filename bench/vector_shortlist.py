@@ -1,6 +1,6 @@
 """How much of the exact vector top-k the Kùzu store's sign-bit shortlist keeps, and its cost.
 
-Above ``EXACT_MAX`` vectors a namespace's in-process search (``ebb_core.kuzu_vectors``) ranks
+Above ``EXACT_MAX`` vectors a namespace's in-process search (``ebb_core.kuzu.vectors``) ranks
 rows by how many sign bits they share with the query, keeps ``max(SHORTLIST_MIN, 10 × want)``
 of them and re-ranks those exactly. This replays that on real vectors: the ``.npz`` cache that
 ``bench/locomo.py --embed-cache`` writes (every text it embedded, turns and questions), with the
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ebb_core import kuzu_vectors
+from ebb_core.kuzu import vectors as kuzu_vectors
 
 
 def main() -> None:

@@ -54,7 +54,7 @@ def test_a_json_command_loads_the_engine_but_not_rich_or_the_mcp_server(tmp_path
 def test_one_shot_commands_on_a_store_without_vectors_do_not_import_numpy(
     tmp_path: Path,
 ) -> None:
-    """numpy is imported where vectors are made or read (embeddings, kuzu_vectors): a store
+    """numpy is imported where vectors are made or read (embeddings, kuzu/vectors): a store
     with no embedder needs none, and importing it cost a one-shot command ~0.2 s."""
     db = str(tmp_path / "plain.kuzu")
     for args in (

@@ -1,5 +1,5 @@
 """Kùzu's unindexed vector tail: new vectors are searched exactly until ``maintain`` moves them
-into the HNSW index, and no kill loses one (see ``ebb_core.kuzu_vectors``).
+into the HNSW index, and no kill loses one (see ``ebb_core.kuzu.vectors``).
 
 Plumbing only: the vectors come from :class:`FakeEmbedder`, a FAKE that hashes words and knows
 nothing of meaning (named as one); what is checked is where vectors are and what finds them.
@@ -98,7 +98,7 @@ def test_maintain_of_a_grouped_brain_moves_the_tail_into_the_index(
     tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``ebb mcp`` groups reinforcement (a store wrapper): maintain must still index vectors."""
-    from ebb_core import kuzu_vectors
+    from ebb_core.kuzu import vectors as kuzu_vectors
 
     monkeypatch.setattr(kuzu_vectors, "TAIL_MIN", 10)
     monkeypatch.setattr(kuzu_vectors, "IN_PROCESS_MAX", 10)  # past it: the index is used
@@ -212,7 +212,7 @@ def test_an_import_builds_the_index_once_and_round_trips_vectors(
 ) -> None:
     import io
 
-    from ebb_core import kuzu_vectors
+    from ebb_core.kuzu import vectors as kuzu_vectors
 
     monkeypatch.setattr(kuzu_vectors, "TAIL_MIN", 10)
     monkeypatch.setattr(kuzu_vectors, "IN_PROCESS_MAX", 10)  # past it: the index is used
@@ -271,7 +271,7 @@ def test_salvage_keeps_every_vector_indexed_or_not(tmp_path: Path, clock: FixedC
 def test_a_namespace_below_the_cap_is_never_indexed_and_the_cap_fits_the_budget(
     tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ebb_core import kuzu_vectors
+    from ebb_core.kuzu import vectors as kuzu_vectors
 
     monkeypatch.setattr(kuzu_vectors, "TAIL_MIN", 10)
     brain = _brain(tmp_path / "cap.kuzu", clock)
@@ -304,7 +304,7 @@ def _clustered(seed: int, n: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
 def test_the_sign_bit_shortlist_returns_the_exact_top_k(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ebb_core import kuzu_vectors
+    from ebb_core.kuzu import vectors as kuzu_vectors
 
     mat, centres = _clustered(seed, 8000, 384)
     tail = kuzu_vectors._Tail(384)
@@ -325,7 +325,7 @@ def test_the_sign_bit_shortlist_returns_the_exact_top_k(
 def test_recall_through_the_shortlist_finds_a_memory_by_its_own_text(
     tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ebb_core import kuzu_vectors
+    from ebb_core.kuzu import vectors as kuzu_vectors
 
     monkeypatch.setattr(kuzu_vectors, "EXACT_MAX", 50)
     monkeypatch.setattr(kuzu_vectors, "SHORTLIST_MIN", 20)

@@ -49,8 +49,8 @@ from .kuzu.schema import STOPWORDS_TABLE as STOPWORDS_TABLE
 from .kuzu.schema import KuzuSchema
 from .kuzu.search import KuzuSearch
 from .kuzu.session import KuzuSession
+from .kuzu.vectors import KuzuVectors
 from .kuzu.writes import KuzuWrites
-from .kuzu_vectors import KuzuVectors
 from .model import Tier
 from .store import GraphStore
 
@@ -214,7 +214,7 @@ class KuzuStore(
         self._closed = False
         self._wal_failed = False
         self._index_dropped = False  # a bulk_load has dropped the text index (see there)
-        self._vec_dim, self._vec_checked = None, False  # the vector table (kuzu_vectors)
+        self._vec_dim, self._vec_checked = None, False  # the vector table (kuzu/vectors)
 
     def _connect(
         self,

@@ -48,7 +48,7 @@ class MaintenanceMixin(BrainBase):
                 cfg.spread,
                 spreading=spreading,
             )
-            if store.supports_vectors:  # new vectors wait unindexed (see kuzu_vectors)
+            if store.supports_vectors:  # new vectors wait unindexed (see kuzu/vectors)
                 store.index_vectors(self._ns)
             return self._retier(now_us, scanned, rebased, spreading)
 

@@ -417,7 +417,7 @@ def salvage(src: str | Path, dest: str | Path, report: Report | None = None) -> 
             ):
                 if key != INDEX_STATE:
                     store.set_meta(key, value)
-        # vectors go to each namespace's unindexed tail: maintain indexes them (kuzu_vectors)
+        # vectors go to each namespace's unindexed tail: maintain indexes them (kuzu/vectors)
         for ns, (ids, mat) in vectors.items():
             for start in range(0, len(ids), 50_000):
                 part = slice(start, start + 50_000)
@@ -442,7 +442,7 @@ def _read_vectors(conn: Any, report: Report) -> dict[str, tuple[list[str], Any]]
     (``ebb embed`` makes those vectors again)."""
     import numpy as np
 
-    from .kuzu_vectors import PREFIX, TAIL_PREFIX
+    from .kuzu.vectors import PREFIX, TAIL_PREFIX
 
     out: dict[str, tuple[list[str], Any]] = {}
     try:

@@ -253,7 +253,7 @@ class TransferMixin(BrainBase):
                 with self._s.lock:
                     store.put_vectors(ns, [i for i, _ in part], vecs, new=True)
                 n += len(part)
-            with self._s.lock:  # a large first import builds its index once (kuzu_vectors)
+            with self._s.lock:  # a large first import builds its index once (kuzu/vectors)
                 store.index_vectors(ns, limit=0)
         return n
 

@@ -20,6 +20,8 @@
   lookups (``_columns_of``).
 * ``bulk``: ``bulk_load`` and ``bulk_insert``. ``audit``: the audit log. ``maintain``: the
   scoring pass, the tier reference and tier moves, recent-link lists built in bulk.
+* ``vectors``: :class:`~ebb_core.kuzu.vectors.KuzuVectors`, each namespace's vectors: an
+  unindexed tail searched in process up to a cap, an HNSW index past it.
 * ``queries``: the primary key (``uid``, ``SEP``), the Memory table's columns and their Arrow
   types, row and edge helpers, and the constants the modules share.
 

@@ -66,6 +66,6 @@ class VectorStore(StoreCore):
 
     def index_vectors(self, namespace: str, *, limit: int | None = None) -> int:
         """Move vectors the store keeps outside its vector index into it, if it keeps any
-        (Kùzu's unindexed tail, see ``kuzu_vectors``), at most ``limit`` once the index
+        (Kùzu's unindexed tail, see ``ebb_core.kuzu.vectors``), at most ``limit`` once the index
         exists (0: only a first build; None: the store's batch); returns how many moved."""
         return 0

@@ -42,16 +42,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, suppress
 from typing import TYPE_CHECKING, Any
 
-from .errors import EbbError
-from .kuzu.mirror import VectorsRemoved, VectorsReset, VectorsWritten
-from .kuzu.queries import uid as _uid
-from .model import Tier
-from .store import Match
+from ..errors import EbbError
+from ..model import Tier
+from ..store import Match
+from .mirror import VectorsRemoved, VectorsReset, VectorsWritten
+from .queries import uid as _uid
 
 if TYPE_CHECKING:  # numpy is imported where vectors are read: a one-shot command may need none
     import numpy as np
 
-    from .kuzu.mirror import Mirror
+    from .mirror import Mirror
 
 PREFIX = "MemoryVector_"
 TAIL_PREFIX = "MemoryVectorTail_"
@@ -277,7 +277,7 @@ class KuzuVectors:
         on their first vector, outside transactions: DDL commits on its own)."""
         have = self._vector_dim()
         if have is not None and have != dim:
-            from .embeddings import EmbedderError
+            from ..embeddings import EmbedderError
 
             raise EmbedderError(
                 f"this store's vectors have dimension {have}, the embedder's have {dim}: "
