@@ -571,3 +571,39 @@ def test_a_transient_error_the_retries_do_not_get_past_becomes_a_storage_error(
         assert store.counts("after").nodes == 1
     finally:
         store.close()
+
+
+def test_whole_namespace_queries_seek_the_namespace_and_answer_the_same(
+    neo4j_uri: str, clock: FixedClock
+) -> None:
+    """``IN_NS`` (``n.ns = $ns AND n.id IS NOT NULL``) plans an index seek where ``n.ns = $ns``
+    alone scans every memory, and gives the same answers."""
+    from ebb_core.neo4j.queries import IN_NS
+
+    store = Neo4jStore(neo4j_uri)
+    try:
+        for ns, n in (("one", 5), ("two", 3)):
+            brain = Brain(store, namespace=ns, clock=clock)
+            for i in range(n):
+                brain.remember(f"memory {i}", id=f"note:{i}", pinned=i == 0)
+        shapes = [
+            "RETURN count(n) AS c",
+            "RETURN sum(n.base_key) AS c",
+            "AND n.pinned RETURN count(*) AS c",
+            "RETURN n.tier AS t, count(*) AS c ORDER BY t",
+        ]
+        for tail in shapes:
+            fast = f"MATCH (n:Memory) WHERE {IN_NS} {tail}"
+            slow = f"MATCH (n:Memory) WHERE n.ns = $ns {tail}"
+            with store._session() as session:
+                plan = json.dumps(session.run("EXPLAIN " + fast, {"ns": "one"}).consume().plan)
+                slow_plan = json.dumps(session.run("EXPLAIN " + slow, {"ns": "one"}).consume().plan)
+            assert "NodeUniqueIndexSeek" in plan and "NodeByLabelScan" not in plan, tail
+            assert "NodeByLabelScan" in slow_plan, tail  # what the predicate avoids
+            for ns in ("one", "two", "none"):
+                got = [r.data() for r in store._read(fast, {"ns": ns})]
+                assert got == [r.data() for r in store._read(slow, {"ns": ns})], (tail, ns)
+        assert store.counts("one").nodes == 5 and store.counts("two").nodes == 3
+        assert store.counts("one").pinned == 1
+    finally:
+        store.close()

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..records import EDGE_COLUMNS, NODE_COLUMNS
-from .queries import IMPORT_MARKER, _batches, _pylist
+from .queries import IMPORT_MARKER, IN_NS, _batches, _pylist
 from .session import Neo4jSession
 
 log = logging.getLogger(__name__)
@@ -319,10 +319,10 @@ class Neo4jBulk(Neo4jSession):
         deleted = 0
         for ns in found[0]["namespaces"]:
             deleted += self._read(
-                "MATCH (n:Memory) WHERE n.ns = $ns RETURN count(n) AS c", {"ns": ns}
+                f"MATCH (n:Memory) WHERE {IN_NS} RETURN count(n) AS c", {"ns": ns}
             )[0]["c"]
             self._autocommit(
-                "MATCH (n:Memory) WHERE n.ns = $ns "
+                f"MATCH (n:Memory) WHERE {IN_NS} "
                 "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF $batch ROWS",
                 {"ns": ns, "batch": self._batch},
             )

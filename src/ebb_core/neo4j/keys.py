@@ -10,7 +10,7 @@ from .._cypher import TIER_MOVES
 from ..errors import InvalidInput
 from ..model import Tier
 from ..store import TierMove
-from .queries import _TERM, PAGERANK_DAMPING, SPREADINGS
+from .queries import _TERM, IN_NS, PAGERANK_DAMPING, SPREADINGS
 from .session import Neo4jSession, neo4j_errors
 
 
@@ -65,7 +65,7 @@ class Neo4jKeys(Neo4jSession):
             "batch": self._batch,
         }
         count = self._read(
-            "MATCH (n:Memory) WHERE n.ns = $ns RETURN count(n) AS c", {"ns": namespace}
+            f"MATCH (n:Memory) WHERE {IN_NS} RETURN count(n) AS c", {"ns": namespace}
         )[0]["c"]
         if not count:
             return 0
@@ -93,7 +93,7 @@ class Neo4jKeys(Neo4jSession):
 
     def _each_node(self, body: str, params: Mapping[str, Any], batched: bool) -> None:
         """Run ``body`` for every node ``n`` of the namespace, batched when outside a tx."""
-        query = f"MATCH (n:Memory) WHERE n.ns = $ns CALL (n) {{ {body} }}"
+        query = f"MATCH (n:Memory) WHERE {IN_NS} CALL (n) {{ {body} }}"
         if batched:
             self._autocommit(query + " IN TRANSACTIONS OF $batch ROWS", params)
         else:
@@ -122,12 +122,13 @@ class Neo4jKeys(Neo4jSession):
     def _pagerank_keys(self, namespace: str, params: Mapping[str, Any], batched: bool) -> None:
         graph = f"ebb-pagerank-{uuid.uuid4().hex}"
         total = self._read(
-            "MATCH (n:Memory) WHERE n.ns = $ns RETURN sum(n.base_key) AS b", {"ns": namespace}
+            f"MATCH (n:Memory) WHERE {IN_NS} RETURN sum(n.base_key) AS b", {"ns": namespace}
         )[0]["b"]
         p = {**params, "graph": graph, "total": float(total or 0.0), "d": PAGERANK_DAMPING}
         weight = _TERM.format(w="e.weight", t="e.reinforced_us")
         self._run(
-            "MATCH (a:Memory) WHERE a.ns = $ns OPTIONAL MATCH (a)-[e:LINK]->(b:Memory) "
+            "MATCH (a:Memory) WHERE a.ns = $ns AND a.id IS NOT NULL "
+            "OPTIONAL MATCH (a)-[e:LINK]->(b:Memory) "
             "WITH gds.graph.project($graph, a, b, "
             f"{{relationshipProperties: CASE WHEN e IS NULL THEN NULL ELSE {{w: {weight}}} END}}, "
             "{undirectedRelationshipTypes: ['*']}) AS g RETURN g.nodeCount AS nodes",

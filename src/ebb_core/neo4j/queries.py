@@ -19,6 +19,10 @@ SPREADINGS = ("default", "pagerank")
 URI_SCHEMES = ("bolt", "neo4j", "bolt+s", "bolt+ssc", "neo4j+s", "neo4j+ssc")
 #: PageRank damping for ``spreading="pagerank"`` (the usual 0.85).
 PAGERANK_DAMPING = 0.85
+#: Every memory of namespace ``$ns``: ``n.id IS NOT NULL`` (always true) lets the planner seek
+#: the ``(ns, id)`` uniqueness index instead of scanning every memory, as ``n.ns = $ns`` alone
+#: plans (EXPLAIN on Neo4j 5.26: NodeByLabelScan without it, NodeUniqueIndexSeek with it).
+IN_NS = "n.ns = $ns AND n.id IS NOT NULL"
 
 _SCHEMA = (
     "CREATE CONSTRAINT ebb_memory_key IF NOT EXISTS FOR (n:Memory) REQUIRE (n.ns, n.id) IS UNIQUE",

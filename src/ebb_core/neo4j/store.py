@@ -48,6 +48,7 @@ from .queries import (
     _EDGE,
     _NODE,
     DEFAULT_URI,
+    IN_NS,
     _batches,
     _by_namespace,
     _projection,
@@ -291,11 +292,11 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, GraphStore):
             by_tier = {
                 int(r["t"]): int(r["c"])
                 for r in tx.run(
-                    "MATCH (n:Memory) WHERE n.ns = $ns RETURN n.tier AS t, count(*) AS c", p
+                    f"MATCH (n:Memory) WHERE {IN_NS} RETURN n.tier AS t, count(*) AS c", p
                 )
             }
             pinned = tx.run(
-                "MATCH (n:Memory) WHERE n.ns = $ns AND n.pinned RETURN count(*) AS c", p
+                f"MATCH (n:Memory) WHERE {IN_NS} AND n.pinned RETURN count(*) AS c", p
             ).single()["c"]
             edges = tx.run(
                 "MATCH (a:Memory)-[e:LINK]->(:Memory) WHERE a.ns = $ns RETURN count(e) AS c", p
