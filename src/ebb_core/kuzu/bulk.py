@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import EbbError
+from ..records import NODE_COLUMNS
 from .base import KuzuBase
 from .maintain import _recent_link_lists
 from .mirror import Reloaded
@@ -197,18 +198,8 @@ def _memory_table(nodes: Mapping[str, Sequence[Any]], node_uids: Any, recent: An
             "ns": _col(nodes["namespace"], pa.string()),
             **{
                 c: _col(nodes[c], _arrow_types()[c])
-                for c in (
-                    "kind",
-                    "text",
-                    "props",
-                    "created_us",
-                    "updated_us",
-                    "last_read_us",
-                    "pinned",
-                    "tier",
-                    "review_reason",
-                    "queued_us",
-                )
+                for c in NODE_COLUMNS
+                if c not in ("namespace", "id")
             },
             "base_key": scores("base_key", pa.float64(), 0.0),
             "key": scores("key", pa.float64(), 0.0),

@@ -74,14 +74,9 @@ def _arrow_types() -> dict[str, Any]:
     return {name: getattr(pa, t)() for name, t in _MEMORY_TYPES.items()}
 
 
-_NODE_COLS = (
-    "id, ns, kind, text, props, created_us, updated_us, last_read_us, pinned, tier, "
-    "review_reason, queued_us, base_key, key, degree"
-)
-
-
 def _node_ret(var: str) -> str:
-    return ", ".join(f"{var}.{c.strip()}" for c in _NODE_COLS.split(","))
+    """A RETURN list of a memory's stored properties, in ``NODE_PROPERTIES`` order."""
+    return ", ".join(f"{var}.{c}" for c in NODE_PROPERTIES)
 
 
 def _row_to_node(r: Sequence[Any]) -> Node:

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from ..clock import from_us, to_us
 from ..model import AuditEntry, Edge, Tier
+from ..records import NODE_PROPERTIES
 
 T = TypeVar("T")
 
@@ -34,23 +35,8 @@ _SCHEMA = (
     "OPTIONS {indexConfig: {`fulltext.analyzer`: 'english'}}",
 )
 
-_NODE_FIELDS = (
-    "id",
-    "ns",
-    "kind",
-    "text",
-    "props",
-    "created_us",
-    "updated_us",
-    "last_read_us",
-    "pinned",
-    "tier",
-    "review_reason",
-    "queued_us",
-    "base_key",
-    "key",
-    "degree",
-)
+#: Memory properties in the order ``records.node_from_row`` reads them.
+_NODE_FIELDS = NODE_PROPERTIES
 _EDGE_FIELDS = ("kind", "weight", "created_us", "reinforced_us", "props")
 _AUDIT_FIELDS = (
     "seq",
