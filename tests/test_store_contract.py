@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ebb_core.grouping import GroupedStore
+from ebb_core.grouping import Forward, GroupedStore
 from ebb_core.kuzu_store import KuzuStore
 from ebb_core.store import GraphStore
 from ebb_core.testing import StoreContractTests
@@ -69,3 +69,17 @@ def test_the_grouped_store_defines_every_store_method_itself(tmp_path: Path) -> 
             assert getattr(grouped, attr) == getattr(inner, attr), attr
     finally:
         grouped.close()
+
+
+def test_a_forward_kept_under_another_name_is_refused() -> None:
+    """A ``Forward`` passes on the method it was made from, by name: one bound to another
+    attribute name would call a different backend method than the one it stands for."""
+    with pytest.raises((TypeError, RuntimeError)) as raised:
+
+        class Wrong(GroupedStore):
+            counts = Forward(GraphStore.existing_ids)  # type: ignore[assignment]
+
+    # Python before 3.12 wraps an error of __set_name__ in a RuntimeError
+    error = raised.value.__cause__ if isinstance(raised.value, RuntimeError) else raised.value
+    assert isinstance(error, TypeError)
+    assert "Wrong.counts forwards existing_ids" in str(error)

@@ -22,25 +22,24 @@ library's default writes every reinforcement with its recall.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from datetime import datetime
-from typing import Any
+from collections.abc import Mapping
 
 from .grouping_base import (
     DEFAULT_DELAY,
     MAX_DELAY,
+    Forward,
     GroupedBase,
     merge,
     parse_delay,
     validate_delay,
 )
 from .grouping_reads import GroupedReads
-from .model import AuditEntry, Edge, Node
-from .store import Adjustment, TierMoveColumns
+from .store import Adjustment, GraphStore
 
 __all__ = [
     "DEFAULT_DELAY",
     "MAX_DELAY",
+    "Forward",
     "GroupedBase",
     "GroupedReads",
     "GroupedStore",
@@ -60,16 +59,6 @@ class GroupedStore(GroupedReads):
     reads :class:`~ebb_core.grouping_reads.GroupedReads`'; the writes are below.
     """
 
-    def set_tiers(
-        self,
-        namespace: str,
-        moves: TierMoveColumns,
-        review_reasons: Mapping[str, str],
-        queued_at: datetime,
-    ) -> None:
-        with self._writing():
-            self.inner.set_tiers(namespace, moves, review_reasons, queued_at)
-
     # -- writes --------------------------------------------------------------------------------
     def adjust(self, namespace: str, changes: Mapping[str, Adjustment]) -> None:
         with self._lock:
@@ -83,95 +72,23 @@ class GroupedStore(GroupedReads):
             with self._writing():
                 self.inner.adjust(namespace, changes)
 
-    def upsert_nodes(self, nodes: Sequence[Node]) -> None:
-        with self._writing():
-            self.inner.upsert_nodes(nodes)
+    # a write takes what is held into its own transaction, first
+    set_tiers = Forward(GraphStore.set_tiers, before="write")
+    upsert_nodes = Forward(GraphStore.upsert_nodes, before="write")
+    insert_nodes = Forward(GraphStore.insert_nodes, before="write")
+    update_nodes = Forward(GraphStore.update_nodes, before="write")
+    write_event = Forward(GraphStore.write_event, before="write")
+    delete_nodes = Forward(GraphStore.delete_nodes, before="write")
+    bulk_insert = Forward(GraphStore.bulk_insert, before="write")
+    upsert_edges = Forward(GraphStore.upsert_edges, before="write")
+    insert_edges = Forward(GraphStore.insert_edges, before="write")
+    put_vectors = Forward(GraphStore.put_vectors, before="write")
+    delete_vectors = Forward(GraphStore.delete_vectors, before="write")
+    scale_keys = Forward(GraphStore.scale_keys, before="write")
+    append_audit = Forward(GraphStore.append_audit, before="write")
+    append_audit_columns = Forward(GraphStore.append_audit_columns, before="write")
 
-    def insert_nodes(self, nodes: Sequence[Node]) -> None:
-        with self._writing():
-            self.inner.insert_nodes(nodes)
-
-    def update_nodes(self, namespace: str, changes: Mapping[str, Mapping[str, Any]]) -> None:
-        with self._writing():
-            self.inner.update_nodes(namespace, changes)
-
-    def write_event(
-        self,
-        namespace: str,
-        *,
-        new_nodes: Sequence[Node] = (),
-        changes: Mapping[str, Adjustment] | None = None,
-        new_edges: Sequence[Edge] = (),
-        final: bool = False,
-    ) -> None:
-        with self._writing():
-            self.inner.write_event(
-                namespace, new_nodes=new_nodes, changes=changes, new_edges=new_edges, final=final
-            )
-
-    def delete_nodes(self, namespace: str, ids: Sequence[str]) -> None:
-        with self._writing():
-            self.inner.delete_nodes(namespace, ids)
-
-    def bulk_insert(
-        self, nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]
-    ) -> None:
-        with self._writing():
-            self.inner.bulk_insert(nodes, edges)
-
-    def upsert_edges(self, edges: Sequence[Edge]) -> None:
-        with self._writing():
-            self.inner.upsert_edges(edges)
-
-    def insert_edges(self, edges: Sequence[Edge]) -> None:
-        with self._writing():
-            self.inner.insert_edges(edges)
-
-    def put_vectors(
-        self, namespace: str, ids: Sequence[str], vectors: Any, *, new: bool = False
-    ) -> None:
-        with self._writing():
-            self.inner.put_vectors(namespace, ids, vectors, new=new)
-
-    def delete_vectors(self, namespace: str, ids: Sequence[str]) -> None:
-        with self._writing():
-            self.inner.delete_vectors(namespace, ids)
-
-    def drop_vectors(self) -> None:
-        self.flush()
-        self.inner.drop_vectors()
-
-    def index_vectors(self, namespace: str, *, limit: int | None = None, **kw: Any) -> int:
-        # Defined on GraphStore (a no-op there), so __getattr__ would never pass it on: a
-        # grouped Brain's maintain would leave Kùzu's vector tail unindexed for ever.
-        self.flush()
-        return self.inner.index_vectors(namespace, limit=limit, **kw)
-
-    def recompute_keys(
-        self,
-        namespace: str,
-        epoch_us: int,
-        half_life_us: float,
-        read_bonus: float,
-        spread: float,
-        *,
-        spreading: str = "default",
-    ) -> int:
-        self.flush()
-        return self.inner.recompute_keys(
-            namespace, epoch_us, half_life_us, read_bonus, spread, spreading=spreading
-        )
-
-    def scale_keys(self, factor: float) -> None:
-        with self._writing():
-            self.inner.scale_keys(factor)
-
-    def append_audit(self, entries: Sequence[AuditEntry]) -> None:
-        with self._writing():
-            self.inner.append_audit(entries)
-
-    def append_audit_columns(
-        self, namespace: str, first_seq: int, at: datetime, columns: Mapping[str, Sequence[Any]]
-    ) -> None:
-        with self._writing():
-            self.inner.append_audit_columns(namespace, first_seq, at, columns)
+    # passes over a whole namespace (or every one): what is held is written first
+    drop_vectors = Forward(GraphStore.drop_vectors, before="flush")
+    index_vectors = Forward(GraphStore.index_vectors, before="flush")
+    recompute_keys = Forward(GraphStore.recompute_keys, before="flush")

@@ -7,15 +7,18 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Concatenate, Generic, Literal, ParamSpec, TypeVar, overload
 
 from .errors import InvalidInput
 from .model import Node
 from .store import Adjustment, GraphStore
 
 log = logging.getLogger("ebb.grouping")
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 DEFAULT_DELAY = 1.0
 """Seconds a grouped reinforcement may wait before it is written (``ebb mcp``'s default)."""
@@ -70,6 +73,58 @@ def _node(node: Node, adj: Adjustment) -> Node:
     if adj.degree_delta:
         update["degree"] = node.degree + adj.degree_delta
     return node.model_copy(update=update) if update else node
+
+
+class Forward(Generic[P, R]):
+    """A store method a grouped store passes on to its ``inner`` store, unchanged.
+
+    ``Forward(GraphStore.name, before=...)`` as the class attribute ``name``: mypy sees the
+    contract method's own signature on the grouped store (so a call with wrong arguments, or a
+    method the contract lacks, is an error there), and every contract method stays defined on
+    the class (``__getattr__`` only sees what the class lacks, so a method with a default on
+    ``GraphStore`` would otherwise run that default instead of the backend's). ``before``:
+    ``"nothing"`` for a read that what is held cannot change; ``"flush"`` to write what is
+    held first, in its own transaction (whole-namespace reads and passes); ``"write"`` for a
+    write, which takes the held changes into its transaction (:meth:`GroupedBase._writing`).
+    """
+
+    def __init__(
+        self,
+        method: Callable[Concatenate[Any, P], R],
+        *,
+        before: Literal["nothing", "flush", "write"] = "nothing",
+    ) -> None:
+        self.name = method.__name__
+        self.before = before
+        self.__doc__ = method.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        if name != self.name:
+            raise TypeError(f"{owner.__name__}.{name} forwards {self.name}: use one name")
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> Forward[P, R]: ...
+    @overload
+    def __get__(self, obj: GroupedBase, owner: type | None = None) -> Callable[P, R]: ...
+    def __get__(
+        self, obj: GroupedBase | None, owner: type | None = None
+    ) -> Forward[P, R] | Callable[P, R]:
+        if obj is None:
+            return self
+        target: Callable[P, R] = getattr(obj.inner, self.name)
+        if self.before == "nothing":
+            return target
+        store = obj
+
+        def flushed(*args: P.args, **kwargs: P.kwargs) -> R:
+            store.flush()
+            return target(*args, **kwargs)
+
+        def written(*args: P.args, **kwargs: P.kwargs) -> R:
+            with store._writing():
+                return target(*args, **kwargs)
+
+        return flushed if self.before == "flush" else written
 
 
 class GroupedBase(GraphStore):

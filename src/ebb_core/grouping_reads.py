@@ -4,13 +4,13 @@ first when it reads a whole namespace (see :mod:`ebb_core.grouping`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from .grouping_base import GroupedBase, _node
-from .model import AuditEntry, Edge, Node, Tier
-from .store import Counts, Incident, Link, Match, TierMove, TierMoveColumns
+from .grouping_base import Forward, GroupedBase, _node
+from .model import Node, Tier
+from .store import GraphStore, Incident, Match
 
 
 class GroupedReads(GroupedBase):
@@ -39,9 +39,6 @@ class GroupedReads(GroupedBase):
         with self._lock:
             return self._over_nodes(namespace, self.inner.get_nodes(namespace, ids))
 
-    def existing_ids(self, namespace: str, ids: Sequence[str]) -> set[str]:
-        return self.inner.existing_ids(namespace, ids)
-
     def incident(self, namespace: str, ids: Sequence[str]) -> list[Incident]:
         with self._lock:
             found = self.inner.incident(namespace, ids)
@@ -55,28 +52,9 @@ class GroupedReads(GroupedBase):
                 for inc in found
             ]
 
-    def get_edge(self, namespace: str, src: str, dst: str, kind: str) -> Edge | None:
-        return self.inner.get_edge(namespace, src, dst, kind)
-
-    def strongest_links(
-        self,
-        namespace: str,
-        ids: Sequence[str],
-        now_us: int,
-        half_life_us: float,
-        min_decayed: float,
-        limit: int,
-    ) -> list[Link]:
-        return self.inner.strongest_links(namespace, ids, now_us, half_life_us, min_decayed, limit)
-
     def matches_for(self, namespace: str, ids: Sequence[str]) -> list[Match]:
         with self._lock:
             return self._over_matches(namespace, self.inner.matches_for(namespace, ids))
-
-    def superseded_by(
-        self, namespace: str, ids: Sequence[str] | None = None
-    ) -> dict[str, list[str]]:
-        return self.inner.superseded_by(namespace, ids)
 
     def text_candidates(
         self, namespace: str, query: str, max_tier: Tier, pool: int, kinds: Sequence[str] = ()
@@ -136,71 +114,23 @@ class GroupedReads(GroupedBase):
             over = self._over_nodes(namespace, {n.id: n for n in nodes})
             return [over[n.id] for n in nodes]
 
-    def namespaces(self) -> list[str]:
-        return self.inner.namespaces()
+    # -- reads that what is held cannot change: the backend's answer as it is ------------------
+    existing_ids = Forward(GraphStore.existing_ids)
+    get_edge = Forward(GraphStore.get_edge)
+    strongest_links = Forward(GraphStore.strongest_links)  # links: reinforcement holds none
+    superseded_by = Forward(GraphStore.superseded_by)
+    namespaces = Forward(GraphStore.namespaces)
+    counts = Forward(GraphStore.counts)  # reinforcement changes no tier or count
+    audit_log = Forward(GraphStore.audit_log)
+    last_audit_seq = Forward(GraphStore.last_audit_seq)
+    vectors_of = Forward(GraphStore.vectors_of)
+    without_vectors = Forward(GraphStore.without_vectors)
+    vector_count = Forward(GraphStore.vector_count)
+    ensure_vectors = Forward(GraphStore.ensure_vectors)  # schema, outside transactions
+    scan_edges = Forward(GraphStore.scan_edges)
 
-    def counts(self, namespace: str) -> Counts:
-        return self.inner.counts(namespace)  # reinforcement changes no tier or count
-
-    def audit_log(
-        self,
-        namespace: str,
-        limit: int,
-        node_id: str | None = None,
-        action: str | None = None,
-        after_seq: int | None = None,
-    ) -> list[AuditEntry]:
-        return self.inner.audit_log(namespace, limit, node_id, action, after_seq)
-
-    def last_audit_seq(self, namespace: str) -> int:
-        return self.inner.last_audit_seq(namespace)
-
-    def vectors_of(self, namespace: str, ids: Sequence[str]) -> dict[str, Any]:
-        return self.inner.vectors_of(namespace, ids)
-
-    def without_vectors(
-        self, namespace: str, after: str = "", limit: int = 256
-    ) -> list[tuple[str, str]]:
-        return self.inner.without_vectors(namespace, after, limit)
-
-    def vector_count(self, namespace: str) -> int:
-        return self.inner.vector_count(namespace)
-
-    def ensure_vectors(self, dim: int) -> None:
-        self.inner.ensure_vectors(dim)  # outside transactions (schema); touches no memory
-
-    # -- whole-namespace reads and passes: what is held is written first --------------------------
-    def scan_nodes(self, namespace: str, batch: int = 5000) -> Iterator[list[Node]]:
-        self.flush()
-        return self.inner.scan_nodes(namespace, batch)
-
-    def scan_edges(self, namespace: str, batch: int = 5000) -> Iterator[list[Edge]]:
-        return self.inner.scan_edges(namespace, batch)
-
-    def reference_key(self, namespace: str, quantile: float) -> tuple[float, int]:
-        self.flush()
-        return self.inner.reference_key(namespace, quantile)
-
-    def tier_moves(
-        self,
-        namespace: str,
-        reference: float,
-        hot_ratio: float,
-        warm_ratio: float,
-        cold_ratio: float,
-    ) -> list[TierMove]:
-        self.flush()
-        return self.inner.tier_moves(namespace, reference, hot_ratio, warm_ratio, cold_ratio)
-
-    # Defined on GraphStore (as a default), so __getattr__ would never pass it on: without
-    # it a grouped Brain would take the default per-row path, not the backend's own.
-    def tier_move_columns(
-        self,
-        namespace: str,
-        reference: float,
-        hot_ratio: float,
-        warm_ratio: float,
-        cold_ratio: float,
-    ) -> TierMoveColumns:
-        self.flush()
-        return self.inner.tier_move_columns(namespace, reference, hot_ratio, warm_ratio, cold_ratio)
+    # -- whole-namespace reads and passes: what is held is written first ----------------------
+    scan_nodes = Forward(GraphStore.scan_nodes, before="flush")
+    reference_key = Forward(GraphStore.reference_key, before="flush")
+    tier_moves = Forward(GraphStore.tier_moves, before="flush")
+    tier_move_columns = Forward(GraphStore.tier_move_columns, before="flush")
