@@ -174,8 +174,7 @@ def run_size(
 
         small_data = workdir / f"small-{small}.jsonl"
         if not small_data.exists():
-            with open(small_data, "w", encoding="utf-8") as fh:
-                synth.write_graph(fh, small, edges_per_node, namespace="small")
+            synth.write_file(small_data, small, edges_per_node, namespace="small")
         brain.import_(small_data, namespace=f"{ns}-small")
         neighbour = brain.scoped(f"{ns}-small")
         texts = [n.text for batch in brain.store.scan_nodes(f"{ns}-small") for n in batch]

@@ -6,6 +6,7 @@ Writes an Ebb export (JSON Lines), so the benchmark measures the real import pat
 from __future__ import annotations
 
 import json
+import os
 import random
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -155,6 +156,17 @@ def queries_from(
     return out
 
 
-def write_file(path: Path, nodes: int, edges_per_node: float = 5.0) -> tuple[int, int]:
-    with open(path, "w", encoding="utf-8") as fh:
-        return write_graph(fh, nodes, edges_per_node)
+def write_file(
+    path: Path, nodes: int, edges_per_node: float = 5.0, namespace: str = "bench"
+) -> tuple[int, int]:
+    """:func:`write_graph` into ``path``, atomically: written under a temporary name beside it
+    and renamed into place once complete, so a run stopped half-way leaves no partial file that
+    the next run (which reuses ``path`` when it exists) would import as the whole graph."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            counts = write_graph(fh, nodes, edges_per_node, namespace=namespace)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return counts
