@@ -673,3 +673,66 @@ def test_python_dash_m_ebb_core_cli_runs_the_server_command() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "--transport [stdio|http]" in done.stdout and "EBB_NAMESPACE" in done.stdout
+
+
+async def test_the_sdks_tracing_layer_is_left_out_when_no_tracer_is_configured(
+    server: Any,
+) -> None:
+    from mcp.server.lowlevel import Server
+
+    # The SDK's default: every message wrapped in an OpenTelemetry span (if the SDK renames or
+    # drops that layer, this test says so rather than the server silently keeping it).
+    assert "OpenTelemetryMiddleware" in [type(m).__name__ for m in Server("x").middleware]
+    names = [type(m).__name__ for m in server.middleware]
+    assert "OpenTelemetryMiddleware" not in names
+    assert "RequestStateBoundary" in names  # the SDK's other layers stay
+    async with Client(server) as client:
+        await seed(client)
+        hits = (await call(client, "recall", query="outcome pricing"))["hits"]
+        assert hits[0]["id"] == "decision:outcome-pricing"
+
+
+def test_a_configured_tracer_keeps_the_sdks_spans(tmp_path: Path) -> None:
+    """A program that set a tracer provider before building the server gets a span per call.
+
+    In a child process: OpenTelemetry's provider is global to a process, once set."""
+    script = textwrap.dedent(
+        f"""
+        import asyncio, contextlib
+        from opentelemetry import trace
+        from mcp import Client
+        from ebb_core.mcp_access import StoreAccess
+        from ebb_core.mcp_server import build_server
+
+        names = []
+
+        class Tracer(trace.NoOpTracer):
+            def start_span(self, name, *args, **kwargs):
+                names.append(name)
+                return trace.INVALID_SPAN
+
+            @contextlib.contextmanager
+            def start_as_current_span(self, name, *args, **kwargs):
+                names.append(name)
+                yield trace.INVALID_SPAN
+
+        class Provider(trace.NoOpTracerProvider):
+            def get_tracer(self, *args, **kwargs):
+                return Tracer()
+
+        trace.set_tracer_provider(Provider())
+        server = build_server(StoreAccess({str(tmp_path / "t.kuzu")!r}, namespace="t"))
+        assert "OpenTelemetryMiddleware" in [type(m).__name__ for m in server.middleware]
+
+        async def main():
+            async with Client(server) as client:
+                result = await client.call_tool("stats", {{}})
+                assert not result.is_error, result
+
+        asyncio.run(main())
+        print(names)
+        assert "tools/call stats" in names, names
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -240,3 +240,35 @@ def test_adapter_settings_become_argument_defaults(
     assert TOOLS["recall"](brain, {"query": "Acme", "k": 1, "depth": 3, "reinforce": False}) == (
         text
     )
+
+
+def test_a_tools_plain_result_equals_its_models_dump(open_brain: Callable[[str], Brain]) -> None:
+    """What the MCP server sends (``json_data``: for recall built without the output models) is
+    exactly what the output models give, for hits that were superseded or not, with props, with
+    the one-line and the full ``why``, and for no hits at all (the hint)."""
+    brain = open_brain("plain")
+    brain.remember("Acme renews in March", kind="fact", id="fact:march")
+    brain.remember(
+        "Acme renews in June",
+        kind="fact",
+        id="fact:june",
+        supersedes=["fact:march"],
+        props={"source": "call", "at": {"n": [1, 2.5, None, True]}},
+    )
+    brain.remember("Dana runs the Acme renewal", kind="person", id="p:dana", links=["fact:june"])
+    spec = TOOLS["recall"]
+    assert spec.plain is not None
+    seen_superseded = False
+    for args in (
+        {"query": "Acme renews", "k": 5},
+        {"query": "Acme renews", "k": 5, "explain": True},
+        {"query": "Acme renewal Dana", "k": 2, "reinforce": False},
+        {"query": "zeppelin"},
+        {"query": "zeppelin", "depth": 1},
+    ):
+        parsed = spec.args.model_validate(args)
+        hits = spec.run(brain, parsed, "agent")
+        data = spec.json_data(parsed, hits)
+        assert data == spec.structured(parsed, hits).model_dump(mode="json", by_alias=True), args
+        seen_superseded |= any("superseded_by" in h["why"] for h in data["hits"])
+    assert seen_superseded  # the case where why carries more than its summary was covered

@@ -188,7 +188,33 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
 
     params = add_tools(server, run, lambda fn: _on_loop_when_free(fn, access))
     _add_resources(server, run, ResourceError)
+    without_idle_tracing(server)
     return server
+
+
+def without_idle_tracing(server: MCPServer[Any]) -> bool:
+    """Leave out the SDK's OpenTelemetry layer when no tracer provider is configured.
+
+    The SDK wraps every message in an OpenTelemetry span (its ``OpenTelemetryMiddleware``, first
+    in the server's ``middleware`` list, whose documented opt-out is to drop it from that list).
+    With no tracer provider set, the spans go nowhere but are still made: about 26 Python calls
+    a request. So the layer is dropped when OpenTelemetry's global provider is still the API's
+    default proxy, and kept when a program configured tracing before the server was built
+    (``opentelemetry-instrument``, ``OTEL_PYTHON_TRACER_PROVIDER``, or
+    ``trace.set_tracer_provider`` before :func:`build_server`). Returns whether it was dropped.
+    """
+    try:
+        from opentelemetry import trace
+    except ImportError:  # the SDK needs it today; without it there is no layer to drop
+        return False
+    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        return False
+    middleware = server.middleware
+    kept = [m for m in middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
+    if len(kept) == len(middleware):
+        return False
+    middleware[:] = kept
+    return True
 
 
 def _add_resources(server: MCPServer[Any], run: Callable[..., str], error: type[Exception]) -> None:

@@ -53,15 +53,14 @@ def add_tools(
     return params
 
 
-def _result_maker() -> Callable[[Any], Any]:
-    """``make(model)``: the ``CallToolResult`` of an output model, made once (see
-    :func:`_skip_output_revalidation`): its structured content and, as its text, the same as
-    compact JSON."""
+def _result_maker() -> Callable[[dict[str, Any]], Any]:
+    """``make(data)``: the ``CallToolResult`` of a structured result given as JSON-ready values
+    (:meth:`ToolSpec.json_data`), made once (see :func:`_skip_output_revalidation`): the
+    values as its structured content and, as its text, the same as compact JSON."""
     from mcp.types import CallToolResult, TextContent
     from pydantic_core import to_json
 
-    def make(model: Any) -> Any:
-        data = model.model_dump(mode="json", by_alias=True)
+    def make(data: dict[str, Any]) -> Any:
         text = to_json(data).decode()  # json.dumps(..., separators=(",", ":")), in half the time
         return CallToolResult(
             content=[TextContent(type="text", text=text)], structured_content=data
@@ -76,11 +75,13 @@ def _tool_function(
     """A catalog tool as the plain function the SDK registers: its signature (the catalog's
     arguments, with their descriptions and limits, and the output model) is what the SDK
     publishes as the tool's input and output schemas and validates each call's arguments
-    against. It returns the finished ``CallToolResult`` (``make``)."""
+    against. It returns the finished ``CallToolResult`` (``make``), built from the tool's
+    JSON-ready result (:meth:`ToolSpec.json_data`: for ``recall`` without building a model per
+    hit)."""
 
     def call(**kwargs: Any) -> Any:
         args = spec.args.model_construct(**kwargs)  # the SDK validated them on the same fields
-        return make(run(spec.name, lambda b: spec.structured(args, spec.run(b, args, "agent"))))
+        return make(run(spec.name, lambda b: spec.json_data(args, spec.run(b, args, "agent"))))
 
     params = [
         inspect.Parameter(

@@ -4,7 +4,7 @@ returns as used."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -81,16 +81,48 @@ def _hit(h: RecallHit, explain: bool) -> Hit:
     )
 
 
+def _recall_hint(a: RecallArgs, hits: list[RecallHit]) -> str | None:
+    if hits:
+        return None
+    return (
+        f"nothing matched down to depth {a.depth}: try other words, or leave depth out to "
+        "search every tier"
+        if a.depth in (1, 2) and not a.include_archived
+        else "nothing matched: try other words"
+    )
+
+
 def _recall_result(a: RecallArgs, hits: list[RecallHit]) -> RecallResult:
-    hint = None
-    if not hits:
-        hint = (
-            f"nothing matched down to depth {a.depth}: try other words, or leave depth out to "
-            "search every tier"
-            if a.depth in (1, 2) and not a.include_archived
-            else "nothing matched: try other words"
+    return RecallResult(
+        query=a.query, hits=[_hit(h, a.explain) for h in hits], hint=_recall_hint(a, hits)
+    )
+
+
+def _recall_plain(a: RecallArgs, hits: list[RecallHit]) -> dict[str, Any]:
+    """:func:`_recall_result` dumped as JSON, built directly for the one-line ``why`` (the
+    default): the hits' fields are already JSON values (props are checked JSON when stored)."""
+    if a.explain:  # every part of why, with its dates and links: through the models
+        data: dict[str, Any] = _recall_result(a, hits).model_dump(mode="json", by_alias=True)
+        return data
+    out = []
+    for h in hits:
+        node, why = h.node, h.why
+        brief: dict[str, Any] = {"summary": why.summary}
+        if why.superseded_by:
+            brief["superseded_by"] = list(why.superseded_by)
+        out.append(
+            {
+                "id": node.id,
+                "kind": node.kind,
+                "text": node.text,
+                "props": dict(node.props),
+                "tier": tier_label(node.tier),
+                "pinned": node.pinned,
+                "score": float(h.score),
+                "why": brief,
+            }
         )
-    return RecallResult(query=a.query, hits=[_hit(h, a.explain) for h in hits], hint=hint)
+    return {"query": a.query, "hits": out, "hint": _recall_hint(a, hits)}
 
 
 def _recall_text(a: RecallArgs, hits: list[RecallHit]) -> str:
@@ -129,6 +161,7 @@ RECALL: ToolSpec[RecallArgs, list[RecallHit]] = ToolSpec(
     run=_recall,
     structured=_recall_result,
     text=_recall_text,
+    plain=_recall_plain,
 )
 
 

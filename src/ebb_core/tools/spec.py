@@ -35,7 +35,11 @@ class ToolSpec(Generic[A, R]):
     ``structured(args, result)`` is the JSON object an MCP client gets (an ``output`` model);
     ``text(args, result)`` is the text a model reads from the LangChain and LlamaIndex tools.
     ``read_only`` and ``idempotent`` are hints for clients; ``short`` says the call takes
-    milliseconds (``maintain`` re-scores every memory and is not short).
+    milliseconds (``maintain`` re-scores every memory and is not short). ``plain(args,
+    result)``, where given, is the structured result as JSON-ready Python values built without
+    the output models (equal to ``structured(...).model_dump(mode="json", by_alias=True)``, a
+    test holds it to that): what the MCP server sends, so a call does not build and validate
+    every nested model only to dump it again (:meth:`json_data`).
     """
 
     name: str
@@ -49,6 +53,14 @@ class ToolSpec(Generic[A, R]):
     read_only: bool = False
     idempotent: bool = False
     short: bool = True
+    plain: Callable[[A, R], dict[str, Any]] | None = None
+
+    def json_data(self, args: A, result: R) -> dict[str, Any]:
+        """The structured result as JSON-ready values (``plain`` when the tool has one)."""
+        if self.plain is not None:
+            return self.plain(args, result)
+        data: dict[str, Any] = self.structured(args, result).model_dump(mode="json", by_alias=True)
+        return data
 
     def __call__(self, brain: Brain, arguments: Mapping[str, Any], actor: str = "agent") -> str:
         """Validate ``arguments``, run the tool on ``brain`` and return the text a model reads."""
