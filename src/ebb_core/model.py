@@ -157,6 +157,59 @@ class RecallHit(_Model):
     def tier(self) -> Tier:
         return self.node.tier
 
+    def flat(self) -> dict[str, Any]:
+        """The hit as one flat, JSON-friendly dict: what the framework adapters shape into
+        their own metadata (LangChain's ``hit_metadata``, LlamaIndex's ``hit_to_node``), so a
+        hit's fields are listed once. Times are ISO strings (or None), the tier its label (and
+        ``tier_level`` its number), each score part under ``SCORE_PARTS``' names, live links as
+        dicts of id, kind, direction and decayed weight."""
+        node, why = self.node, self.why
+        return {
+            "id": node.id,
+            "namespace": node.namespace,
+            "kind": node.kind,
+            "tier": why.tier.label,
+            "tier_level": int(why.tier),
+            "pinned": node.pinned,
+            "props": dict(node.props),
+            "score": self.score,
+            **{part: getattr(why, part) for part in SCORE_PARTS},
+            "matched_terms": list(why.matched_terms),
+            "superseded_by": list(why.superseded_by),
+            "spread_from": list(why.spread_from),
+            "reached": why.reached,
+            "live_links": [
+                {
+                    "id": link.id,
+                    "kind": link.kind,
+                    "direction": link.direction,
+                    "decayed_weight": link.decayed_weight,
+                }
+                for link in why.live_links
+            ],
+            "why": why.summary,
+            "created_at": _iso(node.created_at),
+            "updated_at": _iso(node.updated_at),
+            "last_read_at": _iso(node.last_read_at),
+            "last_reinforced_at": _iso(why.last_reinforced_at),
+        }
+
+
+#: The parts of a recall hit's score, as :class:`Why` names them.
+SCORE_PARTS = (
+    "text_score",
+    "text_norm",
+    "activation",
+    "activation_norm",
+    "edges_part",
+    "read_part",
+    "spread_part",
+)
+
+
+def _iso(when: datetime | None) -> str | None:
+    return None if when is None else when.isoformat()
+
 
 class Version(_Model):
     """One version of a memory's text, as :meth:`Brain.history` lists them (oldest first).
