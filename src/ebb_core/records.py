@@ -89,8 +89,8 @@ def _props(rec: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Defaults:
-    """What a hand-written record may leave out (see the README's import format): the namespace
-    it goes into and the time it counts as written."""
+    """What a hand-written record may leave out (docs/cli.md, "The JSON Lines import format"):
+    the namespace it goes into and the time it counts as written."""
 
     namespace: str
     now_us: int

@@ -399,7 +399,7 @@ def _parse_lines(
     """The per-line reader: slower, handles any props, and names the first bad line.
 
     With ``defaults``, hand-written records may leave fields out (only ``text`` is required of a
-    memory, ``src`` and ``dst`` of a link; see the README); a memory without an id gets
+    memory, ``src`` and ``dst`` of a link; see docs/cli.md); a memory without an id gets
     ``kind:slug`` from its text, unique in the file."""
     node_cols = records.empty(records.NODE_COLUMNS)
     edge_cols = records.empty(records.EDGE_COLUMNS)

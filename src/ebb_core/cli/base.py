@@ -26,7 +26,7 @@ from ..errors import (
     StoreLocked,
 )
 
-# Exit codes (documented in the README's command-line section).
+# Exit codes (documented in docs/cli.md, "Exit codes").
 EXIT_ERROR = 1  # any other Ebb error (e.g. a backend that is not installed)
 EXIT_INPUT = 2  # bad input or an unknown id
 EXIT_LOCKED = 3  # another process holds the embedded store
