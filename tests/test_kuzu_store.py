@@ -437,6 +437,67 @@ def test_a_maintain_that_stales_most_rows_has_the_snapshot_taken_anew(tmp_path: 
         assert mine == theirs, a.id
 
 
+def test_maintain_lets_go_of_the_row_snapshot_before_it_reads_its_columns(
+    tmp_path: Path,
+) -> None:
+    """The scoring pass never holds its columns beside the row snapshot (at 1M memories the two
+    together were the process's peak): the snapshot is gone by the time the pass reads, and
+    reads afterwards give the stored rows."""
+    from datetime import datetime, timezone
+
+    from ebb_core import FixedClock
+
+    db = tmp_path / "room.kuzu"
+    clock = FixedClock(datetime(2026, 1, 1, tzinfo=timezone.utc))
+    with Brain.open(db, namespace="s", clock=clock) as b:
+        ids = [b.remember(f"memory number {i}", id=f"note:{i}").id for i in range(100)]
+    store = KuzuStore(db, snapshot=True)
+    b = Brain(store, namespace="s", clock=clock)
+    b.recall("memory number", k=3, reinforce=False)
+    b.recall("memory number", k=3, reinforce=False)
+    b.read(ids, reinforce=False)
+    store._rows_cache.clear()
+    before = b.read(ids, reinforce=False)
+    assert store._cache.base is not None  # the snapshot was taken
+    held: list[bool] = []
+    arrow = store._arrow
+
+    def spy(query: str, params: Any, **kw: Any) -> Any:
+        held.append(store._cache.base is not None)
+        return arrow(query, params, **kw)
+
+    store._arrow = spy  # type: ignore[method-assign]
+    b.maintain()  # nothing changed: keys and tiers stay as they are
+    store._arrow = arrow  # type: ignore[method-assign]
+    assert held and not any(held)
+    store._rows_cache.clear()
+    assert b.read(ids, reinforce=False) == before
+    b.close()
+
+
+def test_arrow_results_past_one_chunk_are_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A result longer than a chunk comes back as one table of whole columns, as one within it,
+    and ``one_chunk`` asks Kùzu for a single chunk."""
+    from ebb_core.kuzu import session
+
+    with Brain.open(tmp_path / "chunks.kuzu", namespace="c") as b:
+        for i in range(7):
+            b.remember(f"memory {i}", id=f"note:{i}")
+        store = b.store
+        assert isinstance(store, KuzuStore)
+        query = "MATCH (n:Memory) RETURN n.id AS i, n.created_us AS t ORDER BY n.id"
+        whole = store._arrow(query, {})
+        monkeypatch.setattr(session, "_ARROW_ROWS", 3)
+        chunked = store._arrow(query, {})
+        single = store._arrow(query, {}, one_chunk=True)
+    assert whole["i"].to_pylist() == [f"note:{i}" for i in range(7)]
+    for table in (chunked, single):
+        assert table.equals(whole)
+        assert {table[c].num_chunks for c in table.column_names} == {1}
+
+
 def test_memory_budget_sizes_are_parsed_and_bad_ones_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

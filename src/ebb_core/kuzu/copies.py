@@ -103,6 +103,12 @@ class _RecallCache:
         from then on."""
         self.fresh[offsets] = False
         if self.base is not None and len(offsets) * 8 > len(self.fresh):
+            self.drop_snapshot()
+
+    def drop_snapshot(self) -> None:
+        """Let go of the row snapshot (every row then reads from the table, until the next
+        read that needs it takes it again)."""
+        if self.base is not None:
             self.base = None
             self.fresh[:] = False
 

@@ -63,12 +63,17 @@ class KuzuMaintain(KuzuBase):
         # link kinds were ~0.3 GB of strings): rows are written back by the uids the recall
         # columns hold, and ids and link kinds are read only to build unset recent-link lists.
         self._ensure_cache()
+        # The pass's columns (~0.3 GB at 1M memories / 5M links) take the row snapshot's place
+        # (~0.5 GB): holding both made a maintain the process's peak. A read that needs the
+        # snapshot takes it again (a maintain leaves most of it stale anyway).
+        self._mirror.drop_snapshot()
         with self.transaction():
             nodes = self._arrow(
                 "MATCH (n:Memory) WHERE n.ns = $ns RETURN offset(id(n)) AS o, "
                 "n.last_read_us AS r, n.base_key AS b0, n.key AS k0, "
                 "n.degree AS d0, n.recent_links IS NULL AS nl",
                 {"ns": namespace},
+                one_chunk=True,
             )
             if nodes.num_rows == 0:
                 return 0
@@ -78,6 +83,7 @@ class KuzuMaintain(KuzuBase):
                 "RETURN offset(id(a)) AS a, offset(id(b)) AS b, e.weight AS w, "
                 "e.reinforced_us AS t" + (", e.kind AS k" if unset.any() else ""),
                 {"ns": namespace},
+                one_chunk=True,
             )
             offsets = nodes["o"].to_numpy()
             size = int(offsets.max()) + 1
@@ -94,8 +100,13 @@ class KuzuMaintain(KuzuBase):
                 self._write_unset_recent_links(
                     namespace, nodes, edges, offsets, size, src, dst, unset, uid_at
                 )
+            scanned = int(nodes.num_rows)
+            offsets = offsets.copy()  # not a view keeping the node columns alive
+            # let go of the columns before the commit and its checkpoint, which need memory
+            del nodes, edges, src, dst, base, degree
+            _release_arrow_memory()
         self._mirror.apply(KeysSet(offsets, key, offsets[stale | unset], size))
-        return int(nodes.num_rows)
+        return scanned
 
     def _write_changed_keys(
         self, nodes: Any, offsets: Any, base: Any, key: Any, degree: Any, uid_at: Any

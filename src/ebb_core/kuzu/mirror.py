@@ -185,6 +185,11 @@ class Mirror:
         if self.enabled:
             self.vectors[namespace] = tail
 
+    def drop_snapshot(self) -> None:
+        """Let go of the row snapshot (a pass about to hold a namespace's columns makes room:
+        see ``maintain``); the next read that needs it takes it again."""
+        self.recall.drop_snapshot()
+
     # -- writes --------------------------------------------------------------------------------
     def invalidate(self) -> None:
         """Drop every copy (after a change the copies cannot follow, or a rollback)."""

@@ -146,9 +146,11 @@ class KuzuReads(KuzuBase):
             from ..kuzu_text_index import load_from_kuzu
 
             def arrow(query: str, params: Mapping[str, Any] | None = None) -> Any:
+                # one chunk: numbers and index terms (~10M postings at 1M memories, which
+                # chunked and then combined were held twice)
                 result = self._conn.execute(query, dict(params or {}))
                 assert not isinstance(result, list)
-                return result.get_as_arrow(chunk_size=1_000_000).combine_chunks()
+                return result.get_as_arrow(chunk_size=-1)
 
             self._ensure_cache()
             self._exec("CALL enable_internal_catalog=true")

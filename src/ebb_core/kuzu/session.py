@@ -315,14 +315,24 @@ class KuzuSession(KuzuBase):
             with suppress(OSError):
                 leftover.unlink()
 
-    def _arrow(self, query: str, params: Mapping[str, Any]) -> Any:
+    def _arrow(self, query: str, params: Mapping[str, Any], *, one_chunk: bool = False) -> Any:
+        """The result of ``query`` as one Arrow table of single-chunk columns.
+
+        Kùzu hands the result over in chunks of ``_ARROW_ROWS`` rows, which ``combine_chunks``
+        then copies into one (a second copy of the whole result, ~0.5 GB for the row snapshot
+        at 1M memories, while the first is still held): up to that many rows there is one chunk
+        and no copy. ``one_chunk``: always one chunk, for results of numbers and short strings
+        (a namespace's links, ~5M rows at 1M memories), whose columns cannot pass Arrow's 2 GiB
+        limit on one string array.
+        """
         result = self._run(query, params)
         assert not isinstance(result, list)
         try:
-            return result.get_as_arrow(chunk_size=1_000_000).combine_chunks()
+            return result.get_as_arrow(chunk_size=-1 if one_chunk else _ARROW_ROWS).combine_chunks()
         except RuntimeError as exc:
             raise storage_error(exc, self._path) from None
 
 
+_ARROW_ROWS = 1 << 21  # rows per chunk of an Arrow result (see KuzuSession._arrow)
 _COPY_VIA_FILE = 200_000  # rows from which a bulk load goes through a Parquet file
 _HELD_MAX = 64 << 20  # Arrow bytes a connection may keep before it is replaced
