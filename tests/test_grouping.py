@@ -9,6 +9,7 @@ reach the store, including a process killed after the delay.
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -22,6 +23,7 @@ import pytest
 
 from conftest import T0
 from ebb_core import Brain, FixedClock, InvalidInput
+from ebb_core.errors import StoreFull
 from ebb_core.grouping import GroupedStore
 from ebb_core.kuzu_store import KuzuStore
 
@@ -60,6 +62,72 @@ def test_held_reinforcement_survives_a_write_that_rolls_back(tmp_path: Path) -> 
     b.close()
     with Brain(KuzuStore(tmp_path / "rb.kuzu"), namespace="t", clock=clock) as again:
         assert again.get("note:a").last_read_at == T0 + timedelta(days=3)
+
+
+def _export(b: Brain) -> list[str]:
+    out = io.StringIO()
+    b.export(out)
+    return out.getvalue().splitlines()
+
+
+def test_a_remember_after_a_recall_takes_the_held_reinforcement_into_its_event(
+    tmp_path: Path,
+) -> None:
+    """What recall held goes into the next new memory's own statement (one transaction), and
+    the store ends exactly as written through: also when the new memory links to a memory
+    whose reinforcement is held (then the held change is written first, as before)."""
+    stores = {}
+    for name, delay in (("through", 0.0), ("grouped", 600.0)):
+        clock = FixedClock(T0)
+        b = Brain(
+            KuzuStore(tmp_path / f"{name}.kuzu"),
+            namespace="t",
+            clock=clock,
+            reinforcement_delay=delay,
+        )
+        b.remember("harbor lantern", id="note:a")
+        b.remember("ledger of the harbor", id="note:b")
+        b.remember("unrelated garden", id="note:g")
+        for step, (query, text, links) in enumerate(
+            [("harbor", "map of the bay", []), ("ledger", "ink for the ledger", ["note:b"])]
+        ):
+            clock.advance(days=2)
+            b.recall(query)
+            store = b.store
+            if isinstance(store, GroupedStore):
+                flushes = store.flushes
+                assert store.held >= 1
+            b.remember(text, id=f"note:new{step}", links=links)
+            if isinstance(store, GroupedStore):
+                assert store.held == 0 and store.flushes == flushes + 1
+        stores[name] = _export(b)
+        b.close()
+    assert stores["grouped"] == stores["through"]
+
+
+def test_a_folded_event_that_fails_holds_the_reinforcement_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = FixedClock(T0)
+    b = Brain(KuzuStore(tmp_path / "f.kuzu"), namespace="t", clock=clock, reinforcement_delay=600)
+    b.remember("harbor lantern", id="note:a")
+    clock.advance(days=3)
+    b.recall("harbor")
+    store = b.store
+    assert isinstance(store, GroupedStore) and store.held == 1
+
+    def full(extra: int = 0) -> None:  # the disk fills up just as the event is sent
+        raise StoreFull("the disk is full", path=str(tmp_path))
+
+    with monkeypatch.context() as m:
+        m.setattr(store.inner, "check_room", full)
+        with pytest.raises(StoreFull):
+            b.remember("ledger", id="note:b")
+    assert store.held == 1 and [n.id for n in b.memories()] == ["note:a"]
+    b.close()
+    with Brain(KuzuStore(tmp_path / "f.kuzu"), namespace="t", clock=clock) as again:
+        assert again.get("note:a").last_read_at == T0 + timedelta(days=3)
+        assert [n.id for n in again.memories()] == ["note:a"]
 
 
 KILLED = """

@@ -6,7 +6,10 @@ at 1k memories. :class:`GroupedStore` wraps a :class:`~ebb_core.store.GraphStore
 these writes, and only these, are kept in memory and written together:
 
 - at the next write of anything else (in that write's transaction, before it), so what is
-  stored is always what write-through would have stored, in the same order;
+  stored is always what write-through would have stored, in the same order; a new memory's
+  event (``write_event``, what ``remember`` writes) takes it into its own changes when they
+  touch other memories, so that a remember after a recall is still one statement on stores
+  that fold an event into one (Kùzu);
 - when the store is closed (an idle ``ebb mcp`` letting go of the store, a hand-over to an
   ``ebb`` command, the end of a program that closes its ``Brain``);
 - at the latest ``delay`` seconds after the first of them (a background timer).
@@ -22,7 +25,8 @@ library's default writes every reinforcement with its recall.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 
 from .grouping_base import (
     DEFAULT_DELAY,
@@ -34,10 +38,12 @@ from .grouping_base import (
     validate_delay,
 )
 from .grouping_reads import GroupedReads
+from .model import Edge, Node
 from .store import Adjustment, GraphStore
 
 __all__ = [
     "DEFAULT_DELAY",
+    "FOLD_MAX",
     "MAX_DELAY",
     "Forward",
     "GroupedBase",
@@ -47,6 +53,10 @@ __all__ = [
     "parse_delay",
     "validate_delay",
 ]
+
+
+FOLD_MAX = 32
+"""Most memories (held and the event's) a new memory's event takes in one statement."""
 
 
 class GroupedStore(GroupedReads):
@@ -77,7 +87,54 @@ class GroupedStore(GroupedReads):
     upsert_nodes = Forward(GraphStore.upsert_nodes, before="write")
     insert_nodes = Forward(GraphStore.insert_nodes, before="write")
     update_nodes = Forward(GraphStore.update_nodes, before="write")
-    write_event = Forward(GraphStore.write_event, before="write")
+
+    def write_event(
+        self,
+        namespace: str,
+        *,
+        new_nodes: Sequence[Node] = (),
+        changes: Mapping[str, Adjustment] | None = None,
+        new_edges: Sequence[Edge] = (),
+        final: bool = False,
+    ) -> None:
+        """The event, with what is held for ``namespace`` taken into its ``changes`` when that
+        is all that is held, it concerns other memories than the event's own changes (so each
+        memory gets the same additions, in the same order, as written first) and it is small
+        (:data:`FOLD_MAX`); otherwise what is held is written first, in the same transaction.
+        Either way one transaction: a rollback holds it again."""
+        event = dict(changes or {})
+        with self._lock:
+            held = self._held.get(namespace)
+            if (
+                not held
+                or self._sent is not None
+                or self._held_meta
+                or len(self._held) != 1
+                or len(held) + len(event) > FOLD_MAX
+                or not held.keys().isdisjoint(event)
+            ):
+                with self._writing():
+                    self.inner.write_event(
+                        namespace,
+                        new_nodes=new_nodes,
+                        changes=changes,
+                        new_edges=new_edges,
+                        final=final,
+                    )
+                return
+            del self._held[namespace]
+            # In the caller's transaction if there is one (a nested one would keep a final
+            # event from committing on its own); held again if the transaction fails.
+            with nullcontext() if self._depth else self.transaction():
+                self._sent = ({namespace: held}, {})
+                self.inner.write_event(
+                    namespace,
+                    new_nodes=new_nodes,
+                    changes={**held, **event},
+                    new_edges=new_edges,
+                    final=final,
+                )
+
     delete_nodes = Forward(GraphStore.delete_nodes, before="write")
     bulk_insert = Forward(GraphStore.bulk_insert, before="write")
     upsert_edges = Forward(GraphStore.upsert_edges, before="write")
