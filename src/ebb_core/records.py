@@ -46,8 +46,10 @@ NODE_COLUMNS = (
     "review_reason",
     "queued_us",
 )
-#: Columns of :meth:`GraphStore.bulk_insert` edge batches.
-EDGE_COLUMNS = ("namespace", "src", "dst", "kind", "weight", "created_us", "reinforced_us", "props")
+#: Stored link properties (both backends, in this order; times in µs, props as JSON text).
+EDGE_PROPERTIES = ("kind", "weight", "created_us", "reinforced_us", "props")
+#: Columns of :meth:`GraphStore.bulk_insert` edge batches: the link's ends, then its properties.
+EDGE_COLUMNS = ("namespace", "src", "dst", *EDGE_PROPERTIES)
 
 Columns = dict[str, Any]  # column name -> list or Arrow array
 

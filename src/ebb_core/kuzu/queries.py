@@ -11,7 +11,7 @@ from typing import Any
 
 from ..clock import from_us, to_us
 from ..model import Edge, Node
-from ..records import NODE_PROPERTIES, node_from_row, node_row
+from ..records import EDGE_PROPERTIES, NODE_PROPERTIES, node_from_row, node_row
 
 # Meta key recording the full-text index's state: "building" is committed before an index build
 # (or a bulk load that drops the index) starts and "ready" after it ends, so a store opened after
@@ -112,7 +112,7 @@ def _edge_params(e: Edge) -> dict[str, Any]:
     }
 
 
-_EDGE_RET = "e.kind, e.weight, e.created_us, e.reinforced_us, e.props"
+_EDGE_RET = ", ".join(f"e.{c}" for c in EDGE_PROPERTIES)
 
 
 def _node_params_keys() -> list[str]:

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from ..clock import from_us, to_us
 from ..model import AuditEntry, Edge, Tier
-from ..records import NODE_PROPERTIES
+from ..records import EDGE_PROPERTIES, NODE_PROPERTIES
 
 T = TypeVar("T")
 
@@ -37,7 +37,7 @@ _SCHEMA = (
 
 #: Memory properties in the order ``records.node_from_row`` reads them.
 _NODE_FIELDS = NODE_PROPERTIES
-_EDGE_FIELDS = ("kind", "weight", "created_us", "reinforced_us", "props")
+_EDGE_FIELDS = EDGE_PROPERTIES
 _AUDIT_FIELDS = (
     "seq",
     "ns",
