@@ -421,6 +421,35 @@ def test_garbage_over_http_does_not_stop_the_server(tmp_path: Path) -> None:
         anyio.run(still_serving)
 
 
+def test_http_answers_each_request_with_plain_json(tmp_path: Path) -> None:
+    """Streamable HTTP replies as one JSON body per request (``json_response``), not an SSE
+    stream per request: less work on both sides, and every client must take either."""
+    with http_server(tmp_path / "store.kuzu") as url:
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        }
+        request = urllib.request.Request(
+            url,
+            data=json.dumps(init).encode(),
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+            },
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert response.headers["Content-Type"].startswith("application/json")
+            body = json.loads(response.read())
+        assert body["id"] == 1 and body["result"]["serverInfo"]["name"] == "ebb"
+
+
 # -- a client that goes away mid-call --------------------------------------------------------
 
 # Runs ``ebb`` with the store's event writer slowed down: a ``remember`` with links writes its

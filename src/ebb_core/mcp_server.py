@@ -359,7 +359,9 @@ def _serve_http(
     server: MCPServer[Any], access: StoreAccess, host: str, port: int, where: str, mode: str
 ) -> None:
     """Serve over streamable HTTP at ``http://HOST:PORT/mcp`` until the process is stopped
-    (warning when the address is not loopback: the server has no authentication)."""
+    (warning when the address is not loopback: the server has no authentication). Each request
+    is answered with one JSON body (``json_response``), not an event stream: no tool sends
+    anything while it runs, and the stream cost both sides work on every call."""
     if host not in ("127.0.0.1", "localhost", "::1"):
         _note(
             f"ebb mcp: warning: listening on {host}; the server has no authentication, so "
@@ -371,7 +373,13 @@ def _serve_http(
         f"http://{shown}:{port}{HTTP_PATH}; {mode}"
     )
     try:
-        server.run("streamable-http", host=host, port=port, streamable_http_path=HTTP_PATH)
+        server.run(
+            "streamable-http",
+            host=host,
+            port=port,
+            streamable_http_path=HTTP_PATH,
+            json_response=True,
+        )
     finally:
         access.close()
 
