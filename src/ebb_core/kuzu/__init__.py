@@ -8,8 +8,10 @@
   the memory budget.
 * ``session``: the connection, prepared statements, transactions (begun lazily), room checks,
   checkpoints, rollback, closing, bulk loads through Arrow.
-* ``schema``: the tables, the schema version and the full-text index (built, dropped, cleaned
-  up after a kill). ``meta``: ``get_meta`` / ``set_meta``.
+* ``tables``: each table's columns with their Kùzu and Arrow types, written once; the CREATE
+  statements and the bulk path's Arrow types are built from them.
+* ``schema``: creating the tables, the schema version and the full-text index (built, dropped,
+  cleaned up after a kill). ``meta``: ``get_meta`` / ``set_meta``.
 * ``reads``: memories by id, the recall columns, the text copy, scans and counts.
 * ``writes``: creating, updating, adjusting and deleting memories; a write event as one
   statement.
@@ -22,8 +24,8 @@
   scoring pass, the tier reference and tier moves, recent-link lists built in bulk.
 * ``vectors``: :class:`~ebb_core.kuzu.vectors.KuzuVectors`, each namespace's vectors: an
   unindexed tail searched in process up to a cap, an HNSW index past it.
-* ``queries``: the primary key (``uid``, ``SEP``), the Memory table's columns and their Arrow
-  types, row and edge helpers, and the constants the modules share.
+* ``queries``: the primary key (``uid``, ``SEP``), row and edge helpers, and the constants the
+  modules share.
 
 Nothing is imported here, so ``ebb_core.kuzu_store`` can import these modules without a cycle.
 """

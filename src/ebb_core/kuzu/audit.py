@@ -6,7 +6,6 @@ Each namespace's highest sequence number is kept in the meta table (``audit_seq:
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -16,29 +15,7 @@ from ..clock import from_us, to_us
 from ..model import AuditEntry, Tier
 from .base import KuzuBase
 from .queries import _SMALL, SEP, uid
-
-_AUDIT_TYPES = {
-    "uid": "string",
-    "ns": "string",
-    "seq": "int64",
-    "at_us": "int64",
-    "action": "string",
-    "node_id": "string",
-    "from_tier": "int64",
-    "to_tier": "int64",
-    "actor": "string",
-    "reason": "string",
-    "payload": "string",
-}
-
-
-@functools.cache
-def _audit_columns() -> dict[str, Any]:
-    """The Audit table's columns and their Arrow types, built on first use: pyarrow costs ~0.1 s
-    to import, which a one-shot command that writes no audit entry should not pay."""
-    import pyarrow as pa
-
-    return {name: getattr(pa, t)() for name, t in _AUDIT_TYPES.items()}
+from .tables import AUDIT_COLUMNS, AUDIT_CREATE, audit_arrow_types
 
 
 def _opt_int(value: int | None) -> int | None:
@@ -51,7 +28,7 @@ class KuzuAudit(KuzuBase):
     def append_audit(self, entries: Sequence[AuditEntry]) -> None:
         if not entries:
             return
-        columns: dict[str, list[Any]] = {name: [] for name in _AUDIT_TYPES}
+        columns: dict[str, list[Any]] = {name: [] for name in AUDIT_COLUMNS}
         for a in entries:
             columns["uid"].append(uid(a.namespace, f"{a.seq:012d}"))
             columns["ns"].append(a.namespace)
@@ -94,7 +71,7 @@ class KuzuAudit(KuzuBase):
         table = pa.table(
             {
                 name: built[name] if name in built else pa.array(list(columns[name]), t)
-                for name, t in _audit_columns().items()
+                for name, t in audit_arrow_types().items()
             }
         )
         self._write_audit(table, {namespace: first_seq + size - 1})
@@ -102,7 +79,8 @@ class KuzuAudit(KuzuBase):
     def _append_audit(self, columns: Mapping[str, list[Any]]) -> None:
         import pyarrow as pa
 
-        table = pa.table({name: pa.array(columns[name], t) for name, t in _audit_columns().items()})
+        types = audit_arrow_types()
+        table = pa.table({name: pa.array(columns[name], t) for name, t in types.items()})
         last: dict[str, int] = {}
         for ns, seq in zip(columns["ns"], columns["seq"], strict=True):
             last[ns] = max(last.get(ns, 0), seq)
@@ -113,12 +91,7 @@ class KuzuAudit(KuzuBase):
         with self.transaction():
             if table.num_rows <= _SMALL:
                 for row in table.to_pylist():
-                    self._q(
-                        "CREATE (:Audit {uid: $uid, ns: $ns, seq: $seq, at_us: $at_us, "
-                        "action: $action, node_id: $node_id, from_tier: $from_tier, "
-                        "to_tier: $to_tier, actor: $actor, reason: $reason, payload: $payload})",
-                        row,
-                    )
+                    self._q(AUDIT_CREATE, row)
             else:
                 self._run("COPY Audit FROM $t", {"t": table})
             # keep each namespace's last seq at hand: max() over the log is a scan

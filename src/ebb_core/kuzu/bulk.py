@@ -13,7 +13,8 @@ from ..records import NODE_COLUMNS
 from .base import KuzuBase
 from .maintain import _recent_link_lists
 from .mirror import Reloaded
-from .queries import INDEX_STATE, SEP, _arrow_types, _release_arrow_memory
+from .queries import INDEX_STATE, SEP, _release_arrow_memory
+from .tables import link_arrow_types, memory_arrow_types
 
 _ROW_VS_BUILD = 30  # a bulk load under 1/30 of the table keeps the text index (see bulk_load)
 
@@ -187,23 +188,22 @@ def _memory_table(nodes: Mapping[str, Sequence[Any]], node_uids: Any, recent: An
     """The Memory rows of an import as one Arrow table."""
     import pyarrow as pa
 
-    def scores(name: str, typ: Any, zero: Any) -> Any:
+    types = memory_arrow_types()
+
+    def scores(name: str, zero: float) -> Any:
         # the Brain may send final scores with an import; otherwise they are recomputed
+        typ = types[name]
         return _col(nodes[name], typ) if name in nodes else pa.array([zero] * n, typ)
 
     return pa.table(
         {
             "uid": node_uids,
-            "id": _col(nodes["id"], pa.string()),
-            "ns": _col(nodes["namespace"], pa.string()),
-            **{
-                c: _col(nodes[c], _arrow_types()[c])
-                for c in NODE_COLUMNS
-                if c not in ("namespace", "id")
-            },
-            "base_key": scores("base_key", pa.float64(), 0.0),
-            "key": scores("key", pa.float64(), 0.0),
-            "degree": scores("degree", pa.int64(), 0),
+            "id": _col(nodes["id"], types["id"]),
+            "ns": _col(nodes["namespace"], types["ns"]),
+            **{c: _col(nodes[c], types[c]) for c in NODE_COLUMNS if c not in ("namespace", "id")},
+            "base_key": scores("base_key", 0.0),
+            "key": scores("key", 0.0),
+            "degree": scores("degree", 0),
             "recent_links": recent,
         }
     )
@@ -213,14 +213,5 @@ def _link_table(src: Any, dst: Any, edges: Mapping[str, Sequence[Any]]) -> Any:
     """The Link rows of an import (``src``/``dst`` their ends' uids) as one Arrow table."""
     import pyarrow as pa
 
-    return pa.table(
-        {
-            "from": src,
-            "to": dst,
-            "kind": _col(edges["kind"], pa.string()),
-            "weight": _col(edges["weight"], pa.float64()),
-            "created_us": _col(edges["created_us"], pa.int64()),
-            "reinforced_us": _col(edges["reinforced_us"], pa.int64()),
-            "props": _col(edges["props"], pa.string()),
-        }
-    )
+    props = {c: _col(edges[c], t) for c, t in link_arrow_types().items()}
+    return pa.table({"from": src, "to": dst, **props})

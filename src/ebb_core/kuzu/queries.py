@@ -3,7 +3,6 @@ share."""
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Sequence
 from contextlib import suppress
@@ -12,6 +11,7 @@ from typing import Any
 from ..clock import from_us, to_us
 from ..model import Edge, Node
 from ..records import EDGE_PROPERTIES, NODE_PROPERTIES, node_from_row, node_row
+from .tables import MEMORY_COLUMNS
 
 # Meta key recording the full-text index's state: "building" is committed before an index build
 # (or a bulk load that drops the index) starts and "ready" after it ends, so a store opened after
@@ -42,36 +42,6 @@ def _release_arrow_memory() -> None:
             import ctypes
 
             ctypes.CDLL("libc.so.6").malloc_trim(0)
-
-
-_MEMORY_TYPES = {
-    "uid": "string",
-    "id": "string",
-    "ns": "string",
-    "kind": "string",
-    "text": "string",
-    "props": "string",
-    "created_us": "int64",
-    "updated_us": "int64",
-    "last_read_us": "int64",
-    "pinned": "bool_",
-    "tier": "int64",
-    "review_reason": "string",
-    "queued_us": "int64",
-    "base_key": "float64",
-    "key": "float64",
-    "degree": "int64",
-    "recent_links": "string",
-}
-_MEMORY_COLUMNS = tuple(_MEMORY_TYPES)
-
-
-@functools.cache
-def _arrow_types() -> dict[str, Any]:
-    """Memory columns and their Arrow types (built on first use, like :func:`_audit_columns`)."""
-    import pyarrow as pa
-
-    return {name: getattr(pa, t)() for name, t in _MEMORY_TYPES.items()}
 
 
 def _node_ret(var: str) -> str:
@@ -116,4 +86,4 @@ _EDGE_RET = ", ".join(f"e.{c}" for c in EDGE_PROPERTIES)
 
 
 def _node_params_keys() -> list[str]:
-    return [c for c in _MEMORY_COLUMNS if c != "recent_links"]  # kept by the store itself
+    return [c for c in MEMORY_COLUMNS if c != "recent_links"]  # kept by the store itself

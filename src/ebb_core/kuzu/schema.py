@@ -18,27 +18,11 @@ from .queries import (
     FTS_INDEX,
     INDEX_STATE,
 )
+from .tables import SCHEMA
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "4"  # of the tables in kuzu.tables: a changed CREATE statement is a new one
 STOPWORDS_TABLE = "default_english_stopwords"
 STOPWORDS = 570  # rows of Kùzu 0.11.3's default English stop-word table
-
-
-_SCHEMA = [
-    "CREATE NODE TABLE IF NOT EXISTS Memory(uid STRING PRIMARY KEY, id STRING, ns STRING, "
-    "kind STRING, text STRING, props STRING, created_us INT64, updated_us INT64, "
-    "last_read_us INT64, pinned BOOLEAN, tier INT64, review_reason STRING, queued_us INT64, "
-    "base_key DOUBLE, key DOUBLE, degree INT64, recent_links STRING)",
-    "CREATE REL TABLE IF NOT EXISTS Link(FROM Memory TO Memory, kind STRING, weight DOUBLE, "
-    "created_us INT64, reinforced_us INT64, props STRING)",
-    "CREATE NODE TABLE IF NOT EXISTS Audit(uid STRING PRIMARY KEY, ns STRING, seq INT64, "
-    "at_us INT64, action STRING, node_id STRING, from_tier INT64, to_tier INT64, actor STRING, "
-    "reason STRING, payload STRING)",
-    "CREATE NODE TABLE IF NOT EXISTS Meta(key STRING PRIMARY KEY, value STRING)",
-]
-
-
-_TABLES = ("Memory", "Link", "Audit", "Meta")  # what each statement of _SCHEMA creates
 
 
 class KuzuSchema(KuzuBase):
@@ -47,7 +31,7 @@ class KuzuSchema(KuzuBase):
     def _ensure_schema(self) -> None:
         with self._lock:
             existing = {r[0] for r in self._rows("CALL show_tables() RETURN name")}
-            for name, ddl in zip(_TABLES, _SCHEMA, strict=True):
+            for name, ddl in SCHEMA:
                 if name not in existing:  # each DDL commits on its own (a WAL record each)
                     self._exec(ddl)
             version = self.get_meta("schema_version")

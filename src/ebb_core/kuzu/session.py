@@ -31,9 +31,9 @@ from .engine import (
     storage_error,
 )
 from .queries import (
-    _arrow_types,
     _release_arrow_memory,
 )
+from .tables import memory_arrow_types
 
 
 class KuzuSession(KuzuBase):
@@ -278,7 +278,7 @@ class KuzuSession(KuzuBase):
 
         table = pa.table(
             {
-                name: pa.array(values, type=_arrow_types()[types[name]])
+                name: pa.array(values, type=memory_arrow_types()[types[name]])
                 for name, values in columns.items()
             }
         )
