@@ -607,3 +607,73 @@ def test_whole_namespace_queries_seek_the_namespace_and_answer_the_same(
         assert store.counts("one").pinned == 1
     finally:
         store.close()
+
+
+def test_every_supersession_of_a_namespace_is_found_by_the_link_kind_index(
+    neo4j_uri: str, clock: FixedClock
+) -> None:
+    """``superseded_by(ns)`` seeks the ``ebb_link_kind`` relationship index instead of expanding
+    every link of the namespace, and finds exactly the namespace's live supersessions."""
+    store = Neo4jStore(neo4j_uri)
+    try:
+        for ns in ("one", "two"):
+            brain = Brain(store, namespace=ns, clock=clock)
+            brain.remember(f"old plan of {ns}", id="note:old")
+            brain.remember(f"other {ns}", id="note:other", links=["note:old"])
+            brain.remember(f"new plan of {ns}", id="note:new", supersedes=["note:old"])
+        Brain(store, namespace="two", clock=clock).remember(
+            "newest", id="note:newest", supersedes=["note:new", "note:old"]
+        )
+        asked: list[str] = []
+        read = store._read
+
+        def recording(query: str, params: Any = None) -> list[Any]:
+            asked.append(query)
+            return read(query, params)
+
+        store._read = recording  # type: ignore[method-assign]
+        assert store.superseded_by("one") == {"note:old": ["note:new"]}
+        assert store.superseded_by("two") == {
+            "note:new": ["note:newest"],
+            "note:old": ["note:new", "note:newest"],
+        }
+        assert store.superseded_by("none") == {}
+        with store._session() as session:
+            plan = json.dumps(
+                session.run("EXPLAIN " + asked[0], {"ns": "one", "k": "supersedes"}).consume().plan
+            )
+        assert "RelationshipIndexSeek" in plan and "Expand" not in plan, plan
+    finally:
+        store.close()
+
+
+def test_an_imported_link_without_props_stores_none_and_reads_back_empty(
+    neo4j_uri: str, tmp_path: Path, clock: FixedClock
+) -> None:
+    """An import leaves an empty ``props`` off the link (one property less to write per link)
+    and keeps a non-empty one; both read back as the file had them."""
+    data = tmp_path / "g.jsonl"
+    rows = [
+        {"type": "ebb-export", "version": 1},
+        {"type": "node", "id": "a", "text": "alpha"},
+        {"type": "node", "id": "b", "text": "beta"},
+        {"type": "edge", "src": "a", "dst": "b", "kind": "related"},
+        {"type": "edge", "src": "b", "dst": "a", "kind": "cites", "props": {"page": 3}},
+    ]
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    store = Neo4jStore(neo4j_uri)
+    try:
+        Brain(store, namespace="p", clock=clock).import_(data)
+        stored = {
+            r["k"]: r["p"]
+            for r in store._read("MATCH ()-[e:LINK]->() RETURN e.kind AS k, e.props AS p")
+        }
+        assert stored == {"related": None, "cites": '{"page": 3}'}
+        plain, cited = (
+            store.get_edge("p", "a", "b", "related"),
+            store.get_edge("p", "b", "a", "cites"),
+        )
+        assert plain is not None and plain.props == {}
+        assert cited is not None and cited.props == {"page": 3}
+    finally:
+        store.close()

@@ -31,7 +31,8 @@ log = logging.getLogger(__name__)
 _SCORES = {"base_key": "0.0", "key": "0.0", "degree": "0"}
 _LINK = (
     "CREATE (a)-[:LINK {kind: $kind[i], weight: toFloat($weight[i]), "
-    "created_us: $created_us[i], reinforced_us: $reinforced_us[i], props: $props[i]}]->(b)"
+    "created_us: $created_us[i], reinforced_us: $reinforced_us[i], "
+    "props: CASE $props[i] WHEN '{}' THEN null ELSE $props[i] END}]->(b)"
 )
 #: Links whose ends were created in this call: by element id.
 LINKS_BY_ELEMENT_ID = (

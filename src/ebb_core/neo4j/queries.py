@@ -31,6 +31,9 @@ _SCHEMA = (
     "CREATE CONSTRAINT ebb_meta_key IF NOT EXISTS FOR (m:Meta) REQUIRE m.key IS UNIQUE",
     "CREATE INDEX ebb_memory_rank IF NOT EXISTS FOR (n:Memory) ON (n.ns, n.key)",
     "CREATE INDEX ebb_memory_tier IF NOT EXISTS FOR (n:Memory) ON (n.ns, n.tier)",
+    # Supersessions are rare among a namespace's links: maintain finds them by this index
+    # instead of expanding every link of every memory (see search.superseded_by).
+    "CREATE INDEX ebb_link_kind IF NOT EXISTS FOR ()-[e:LINK]-() ON (e.kind)",
     f"CREATE FULLTEXT INDEX {TEXT_INDEX} IF NOT EXISTS FOR (n:Memory) ON EACH [n.text] "
     "OPTIONS {indexConfig: {`fulltext.analyzer`: 'english'}}",
 )

@@ -98,8 +98,12 @@ class Neo4jSearch(Neo4jSession):
     ) -> dict[str, list[str]]:
         params: dict[str, Any] = {"ns": namespace, "k": SUPERSEDES}
         if ids is None:
+            # Every supersession of the namespace: seek the links of that kind in the
+            # ebb_link_kind index (the planner, knowing nothing of how rare they are, would
+            # otherwise seek the namespace's memories and expand every link: 2.3 s at 100k).
             query = (
-                "MATCH (a:Memory {ns: $ns})-[e:LINK {kind: $k}]->(b:Memory) WHERE a.tier < 4 "
+                "MATCH (a:Memory)-[e:LINK]->(b:Memory) USING INDEX e:LINK(kind) "
+                "WHERE e.kind = $k AND a.ns = $ns AND a.tier < 4 "
                 "RETURN b.id AS old, a.id AS new ORDER BY old, new"
             )
         else:
