@@ -102,7 +102,7 @@ class Neo4jSearch(Neo4jSession):
             # ebb_link_kind index (the planner, knowing nothing of how rare they are, would
             # otherwise seek the namespace's memories and expand every link: 2.3 s at 100k).
             query = (
-                "MATCH (a:Memory)-[e:LINK]->(b:Memory) USING INDEX e:LINK(kind) "
+                "MATCH (a:Memory)-[e:LINK]->(b:Memory) USING INDEX SEEK e:LINK(kind) "
                 "WHERE e.kind = $k AND a.ns = $ns AND a.tier < 4 "
                 "RETURN b.id AS old, a.id AS new ORDER BY old, new"
             )
