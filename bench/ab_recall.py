@@ -8,6 +8,13 @@ busy machine slows both alike. Prints p50/p95 of each and their ratio; ``--json`
 
     git archive <commit> | tar -x -C /tmp/base
     python bench/ab_recall.py --other-src /tmp/base/src --size 100000 --ops 200
+    python bench/ab_recall.py --embedder fake:384 --size 100000 --ops 200
+
+``--embedder NAME`` gives A's memories vectors (its import embeds them; recall fuses vector
+candidates) and, without ``--other-src``, makes B this checkout on text alone: the cost of
+vectors at that size, measured under the same load. Both then also take turns at ``remember``
+(a memory linked to two recent hits, in batches as the recalls). Recall and remember times
+exclude the embedder's own time (the query's or the new text's embedding, measured apart).
 """
 
 from __future__ import annotations
@@ -25,31 +32,57 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 
 
-def worker(data: Path, ops: int) -> None:
-    """Build the store, then answer "run LO HI" lines with the recall times in ms (JSON)."""
+def worker(data: Path, ops: int, embedder: str = "") -> None:
+    """Build the store, then answer "run LO HI" lines with the recall times in ms and "mem LO
+    HI" lines with remember times (JSON), the embedder's own time taken out of both."""
     sys.path.insert(0, str(HERE))
     import synth
     from ebb_core import Brain, FixedClock
     from ebb_core.backends import open_store
 
     clock = FixedClock(synth.NOW)
+    timed = None
+    if embedder:  # imported only then: an older checkout may have no embeddings at all
+        from bench_core import TimedEmbedder
+        from ebb_core.embeddings import resolve
+
+        inner = resolve(embedder)
+        timed = TimedEmbedder(inner) if inner is not None else None
     with tempfile.TemporaryDirectory() as tmp:
-        brain = Brain(open_store("kuzu", Path(tmp) / "ab.kuzu"), namespace="ab", clock=clock)
+        store = open_store("kuzu", Path(tmp) / "ab.kuzu")
+        if timed is not None:
+            brain = Brain(store, namespace="ab", clock=clock, embedder=timed)
+        else:  # as before: an Ebb without embedders (an older checkout) takes no such argument
+            brain = Brain(store, namespace="ab", clock=clock)
         brain.import_(data, namespace="ab")
         clock.advance(hours=1)
         brain.maintain()
         qs = synth.queries(ops)
         for q in qs[:10]:
             brain.recall(q, k=10, reinforce=False)
+        live: list[str] = []
         print(json.dumps({"ready": True}), flush=True)
         for line in sys.stdin:
-            _, lo, hi = line.split()
+            what, lo, hi = line.split()
             times = []
-            for q in qs[int(lo) : int(hi)]:
+            for i in range(int(lo), int(hi)):
                 clock.advance(seconds=30)
-                t0 = time.perf_counter()
-                brain.recall(q, k=10)
-                times.append((time.perf_counter() - t0) * 1000)
+                if timed is not None:
+                    timed.last = 0.0
+                if what == "run":
+                    t0 = time.perf_counter()
+                    hits = brain.recall(qs[i], k=10)
+                    took = time.perf_counter() - t0
+                    took -= getattr(brain, "last_query_embed_s", 0.0)
+                    live.extend(h.id for h in hits[:2])
+                else:
+                    live = list(dict.fromkeys(live))[-50:] or [n.id for n in brain.top(10)]
+                    links = list(dict.fromkeys([live[i % len(live)], live[(i * 7) % len(live)]]))
+                    text = f"benchmark memory {i} about {qs[i % len(qs)]}"
+                    t0 = time.perf_counter()
+                    brain.remember(text, kind="note", links=links)
+                    took = time.perf_counter() - t0 - (timed.last if timed is not None else 0.0)
+                times.append(took * 1000)
             print(json.dumps(times), flush=True)
         brain.close()
 
@@ -66,28 +99,32 @@ def main() -> None:
     ap.add_argument("--ops", type=int, default=200)
     ap.add_argument("--batch", type=int, default=10)
     ap.add_argument("--edges-per-node", type=float, default=5.0)
+    ap.add_argument("--embedder", default="", help="A's embedder (fake:384, minilm...)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        worker(Path(args.worker), args.ops)
+        worker(Path(args.worker), args.ops, args.embedder)
         return
-    if not args.other_src:
-        raise SystemExit("--other-src is required")
+    if not args.other_src and not args.embedder:
+        raise SystemExit("--other-src (another version) or --embedder (vectors) is required")
     sys.path.insert(0, str(HERE))
     import synth
 
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / f"graph-{args.size}.jsonl"
         synth.write_file(data, args.size, args.edges_per_node)
-        envs = {
-            "A (this checkout)": dict(os.environ),
-            "B (other)": {**os.environ, "PYTHONPATH": str(Path(args.other_src).resolve())},
-        }
+        other = {"PYTHONPATH": str(Path(args.other_src).resolve())} if args.other_src else {}
+        a_name = "A (this checkout" + (f", {args.embedder})" if args.embedder else ")")
+        b_name = "B (other)" if args.other_src else "B (this checkout, text only)"
+        envs = {a_name: (dict(os.environ), args.embedder), b_name: ({**os.environ, **other}, "")}
+        if args.other_src and args.embedder:
+            envs[b_name] = (envs[b_name][0], args.embedder)
         procs: dict[str, Any] = {}
-        for name, env in envs.items():
+        for name, (env, emb) in envs.items():
+            cmd = [sys.executable, __file__, "--worker", str(data), "--ops", str(args.ops)]
             procs[name] = subprocess.Popen(
-                [sys.executable, __file__, "--worker", str(data), "--ops", str(args.ops)],
+                [*cmd, *(["--embedder", emb] if emb else [])],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
@@ -95,25 +132,35 @@ def main() -> None:
             )
             json.loads(procs[name].stdout.readline())  # ready (built one after the other)
         times: dict[str, list[float]] = {name: [] for name in procs}
-        for lo in range(0, args.ops, args.batch):
-            order = list(procs) if (lo // args.batch) % 2 == 0 else list(reversed(procs))
-            for name in order:
-                p = procs[name]
-                p.stdin.write(f"run {lo} {min(lo + args.batch, args.ops)}\n")
-                p.stdin.flush()
-                times[name] += json.loads(p.stdout.readline())
+        writes: dict[str, list[float]] = {name: [] for name in procs}
+        steps = [("run", times)] + ([("mem", writes)] if args.embedder else [])
+        for what, into in steps:
+            for lo in range(0, args.ops, args.batch):
+                order = list(procs) if (lo // args.batch) % 2 == 0 else list(reversed(procs))
+                for name in order:
+                    p = procs[name]
+                    p.stdin.write(f"{what} {lo} {min(lo + args.batch, args.ops)}\n")
+                    p.stdin.flush()
+                    into[name] += json.loads(p.stdout.readline())
         for p in procs.values():
             p.stdin.close()
             p.wait()
-    out = {
+    out: dict[str, Any] = {
         name: {"p50_ms": round(pct(t, 50), 2), "p95_ms": round(pct(t, 95), 2)}
         for name, t in times.items()
     }
-    a, b = out["A (this checkout)"], out["B (other)"]
+    for name, t in writes.items():
+        if t:
+            out[name]["remember_p50_ms"] = round(pct(t, 50), 2)
+            out[name]["remember_p95_ms"] = round(pct(t, 95), 2)
+    a, b = out[a_name], out[b_name]
     out["ratio"] = {
         "p50": round(a["p50_ms"] / b["p50_ms"], 3),
         "p95": round(a["p95_ms"] / b["p95_ms"], 3),
     }
+    if "remember_p50_ms" in a:
+        out["ratio"]["remember_p50"] = round(a["remember_p50_ms"] / b["remember_p50_ms"], 3)
+        out["ratio"]["remember_p95"] = round(a["remember_p95_ms"] / b["remember_p95_ms"], 3)
     if args.json:
         print(json.dumps(out, indent=2))
         return

@@ -322,6 +322,23 @@ def test_the_sign_bit_shortlist_returns_the_exact_top_k(
         assert np.allclose([s for _, s in got], sims[live], atol=1e-5)
 
 
+def test_the_exact_search_over_several_blocks_returns_the_exact_top_k() -> None:
+    from ebb_core.kuzu import vectors as kuzu_vectors
+
+    n = 3 * kuzu_vectors.DOT_BLOCK + 77  # several blocks and a short last one
+    mat, centres = _clustered(7, n, 384)
+    tail = kuzu_vectors._Tail(384)
+    tail.add([f"u{i}" for i in range(n)], mat)
+    assert n <= kuzu_vectors.EXACT_MAX  # the exact path
+    for c in centres[:10]:
+        q = c / np.linalg.norm(c)
+        got = sorted(tail.search(q, 10), key=lambda r: -r[1])
+        sims = mat @ q
+        assert [u for u, _ in got] == [f"u{i}" for i in np.argsort(-sims)[:10]]
+        assert np.allclose([s for _, s in got], np.sort(sims)[::-1][:10], atol=1e-5)
+    assert np.allclose(kuzu_vectors._similarities(mat, centres[0]), mat @ centres[0], atol=1e-5)
+
+
 def test_recall_through_the_shortlist_finds_a_memory_by_its_own_text(
     tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -67,6 +67,8 @@ IN_PROCESS_MAX = 200_000
 EXACT_MAX = 20_000
 #: ... above, a sign-bit shortlist of ``max(SHORTLIST_MIN, 10 × pool)`` is re-ranked exactly
 SHORTLIST_MIN = 500
+#: the similarities are computed this many rows at a time (see :func:`_similarities`)
+DOT_BLOCK = 512
 
 
 def _names(namespace: str) -> tuple[str, str, str]:
@@ -90,6 +92,22 @@ def _popcount(words: np.ndarray) -> np.ndarray:
         _BYTE_BITS.append(np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8))
     per_byte = _BYTE_BITS[0][words.view(np.uint8)]
     return np.asarray(per_byte.reshape(*words.shape, 8).sum(axis=-1, dtype=np.uint8))
+
+
+def _similarities(mat: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``mat @ query``, ``DOT_BLOCK`` rows at a time. A product this small is one the BLAS
+    runs on the calling thread, whereas one over a few thousand rows it splits across threads,
+    which stall when the machine is busy: on this project's loaded 2-core machine (load 7),
+    2,000 x 384 took p50 / p95 0.05 / 30 ms in one call and 0.10 / 0.18 ms in blocks of 512,
+    20,000 x 384 12.1 / 23.7 ms against 5.3 / 12.5 ms (as with the BLAS held to one thread)."""
+    import numpy as np
+
+    if len(mat) <= DOT_BLOCK:
+        return np.asarray(mat @ query)
+    out = np.empty(len(mat), dtype=np.result_type(mat.dtype, query.dtype))
+    for start in range(0, len(mat), DOT_BLOCK):
+        np.matmul(mat[start : start + DOT_BLOCK], query, out=out[start : start + DOT_BLOCK])
+    return out
 
 
 class _Tail:
@@ -179,7 +197,7 @@ class _Tail:
         short = max(SHORTLIST_MIN, 10 * k)
         if n <= EXACT_MAX or short >= n:
             rows = np.arange(n)
-            sims = self.mat[:n] @ query
+            sims = _similarities(self.mat[:n], query)
         else:
             q = self._signs(query.reshape(1, -1))[0]
             differ = np.zeros(n, dtype=np.uint16)
@@ -191,7 +209,7 @@ class _Tail:
             rows = np.flatnonzero(differ <= cut)
             if len(rows) > 4 * short:  # very many ties: the partition bounds the re-ranking
                 rows = np.argpartition(differ, short)[:short]
-            sims = self.mat[rows] @ query
+            sims = _similarities(self.mat[rows], query)
         top = np.argpartition(-sims, k)[:k] if len(rows) > k else np.arange(len(rows))
         out = []
         for j in top:
