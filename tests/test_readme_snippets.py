@@ -10,7 +10,8 @@ fakes (``DeterministicFakeEmbedding``, ``MockEmbedding``). The agents built with
 The Neo4j snippet runs on the test server, its address put in place of the README's example.
 
 Where a snippet shows its output in a comment, the output is checked against it. And the README
-stays short (``README_MAX_LINES``): reference material goes to docs/.
+stays short (``README_MAX_LINES``): reference material goes to docs/; and every relative link of the
+README and docs/ points at a file and heading that exist (``scripts/check-links``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import asyncio
 import contextlib
 import io
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +133,17 @@ def test_the_readme_stays_short() -> None:
         "needs; move reference material (tables, options, backend internals, benchmarks) into "
         "docs/ and link to it from the README (see docs/architecture.md for where each part lives)"
     )
+
+
+def test_every_relative_link_of_the_readme_and_docs_resolves() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "check-links")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, f"broken links in README.md or docs/:\n{done.stdout}{done.stderr}"
+    assert " 0 broken" in done.stderr
 
 
 def test_using_it_from_python() -> None:
