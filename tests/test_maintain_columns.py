@@ -115,7 +115,16 @@ class _RowPathKuzu(KuzuStore):
         GraphStore.append_audit_columns(self, *args)
 
 
-def test_kuzu_column_path_equals_the_per_row_path(tmp_path: Path, clock: FixedClock) -> None:
+@pytest.mark.parametrize("writes", ["whole", "batched-via-files"])
+def test_kuzu_column_path_equals_the_per_row_path(
+    tmp_path: Path, clock: FixedClock, writes: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if writes != "whole":  # moves written 7 at a time, audit rows through Parquet files
+        from ebb_core import maintenance
+        from ebb_core.kuzu import session
+
+        monkeypatch.setattr(maintenance, "_MOVES_PER_WRITE", 7)
+        monkeypatch.setattr(session, "_COPY_VIA_FILE", 1)
     states = []
     for name, cls in (("columns", KuzuStore), ("rows", _RowPathKuzu)):
         clock_here = FixedClock(clock.now())

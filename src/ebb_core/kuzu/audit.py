@@ -92,8 +92,8 @@ class KuzuAudit(KuzuBase):
             if table.num_rows <= _SMALL:
                 for row in table.to_pylist():
                     self._q(AUDIT_CREATE, row)
-            else:
-                self._run("COPY Audit FROM $t", {"t": table})
+            else:  # past _COPY_VIA_FILE rows through a Parquet file, not kept by the connection
+                self._copy("Audit", table)
             # keep each namespace's last seq at hand: max() over the log is a scan
             for ns, seq in last.items():
                 # >=: with no value kept yet, last_audit_seq reads max(seq) from the log,
