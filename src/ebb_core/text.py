@@ -47,6 +47,12 @@ def stem(word: str) -> str:
 
 
 def matched_terms(terms: list[str], text: str) -> list[str]:
-    """The query terms that occur in ``text`` (comparing light stems)."""
-    stems = {stem(w) for w in words(text)}
+    """The query terms that occur in ``text`` (comparing light stems).
+
+    A stem is a prefix of its word, so only the words that start with a query term's stem
+    are stemmed (recall explains every hit with this)."""
+    if not terms:
+        return []
+    prefixes = tuple({stem(t) for t in terms})
+    stems = {stem(w) for w in words(text) if w.startswith(prefixes)}
     return [t for t in terms if stem(t) in stems]
