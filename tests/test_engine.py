@@ -424,6 +424,36 @@ def test_spreading_surfaces_a_linked_memory_with_no_shared_word(brain: Brain) ->
     assert "person:maya" not in [h.id for h in off.recall("Zephyr launch", k=5)]
 
 
+def test_spreading_takes_a_second_hop_from_what_the_first_reached(brain: Brain) -> None:
+    # question -> reply -> follow-up: only the question matches; the follow-up is two links on
+    brain.remember("Where did the Zephyr team go?", id="turn:1")
+    brain.remember("Oh, we went somewhere nice", id="turn:2", links=["turn:1"])
+    brain.remember("Lisbon, by the river", id="turn:3", links=["turn:2"])
+    brain.remember("an unrelated aside", id="turn:4", links=["turn:3"])
+    for i in range(5):
+        brain.remember(f"filler memory {i} about lunch", id=f"note:f{i}")
+    hits = brain.recall("Zephyr team", k=5, reinforce=False)
+    ids = [h.id for h in hits]
+    assert ids[:3] == ["turn:1", "turn:2", "turn:3"]  # the match, then one hop, then two
+    third = hits[2]
+    assert third.why.matched_terms == [] and third.why.spread_from == ["turn:2"]
+    # the share of what the relay received (no embedder: nothing discounted)
+    relayed = brain.config.spread_second_hop * hits[1].why.spread_text
+    assert third.why.spread_text == pytest.approx(relayed) and relayed > 0
+    assert "turn:4" not in ids  # three links away: never reached
+    one_hop = Brain(
+        brain.store,
+        namespace=brain.namespace,
+        clock=brain.clock,
+        config=Config(spread_second_hop=0.0),
+    )
+    assert [h.id for h in one_hop.recall("Zephyr team", k=5, reinforce=False)][:2] == [
+        "turn:1",
+        "turn:2",
+    ]
+    assert "turn:3" not in [h.id for h in one_hop.recall("Zephyr team", k=5, reinforce=False)]
+
+
 def test_recall_reinforces_by_rank(brain: Brain, clock: FixedClock) -> None:
     for i in range(4):
         brain.remember(f"kiwi report {'kiwi ' * (4 - i)}", id=f"note:k{i}")

