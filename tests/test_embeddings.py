@@ -465,3 +465,40 @@ def test_vectors_survive_a_killed_writer(tmp_path: Path) -> None:
         hits = b.recall("zebras", k=5, reinforce=False)
         assert {h.id for h in hits} == {f"z:{i}" for i in range(5)}
         assert all("vector" in h.why.found_by for h in hits)
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_kill_while_remembering_leaves_no_memory_without_its_vector(
+    tmp_path: Path, when: str
+) -> None:
+    """A memory and its vector are one transaction: a writer killed just before or just after
+    the vector's statement, before the commit, leaves neither (not a memory that recall by
+    meaning silently misses). The vector tables are made before the transaction."""
+    import subprocess
+    import sys
+    import textwrap
+
+    db = tmp_path / "k.kuzu"
+    code = textwrap.dedent(
+        f"""
+        import os
+        from ebb_core import Brain
+        from ebb_core.embeddings import FakeEmbedder
+        from ebb_core.kuzu.vectors import KuzuVectors
+        b = Brain.open({str(db)!r}, embedder=FakeEmbedder(32))
+        b.remember("zebra number zero", id="z:0")
+        put = KuzuVectors.put_vectors
+        def put_then_die(self, *args, **kwargs):
+            if {when!r} == "after":
+                put(self, *args, **kwargs)
+            os._exit(0)  # killed before the commit: no close, no checkpoint
+        KuzuVectors.put_vectors = put_then_die
+        b.remember("zebra number one", id="z:1")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    with Brain.open(db, embedder=FakeEmbedder(32)) as b:
+        assert b.get("z:0") is not None and b.store.vector_count("default") == 1
+        assert b.store.get_nodes("default", ["z:1"]) == {}
+        assert b.store.without_vectors("default") == []

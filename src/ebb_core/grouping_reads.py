@@ -127,6 +127,7 @@ class GroupedReads(GroupedBase):
     without_vectors = Forward(GraphStore.without_vectors)
     vector_count = Forward(GraphStore.vector_count)
     ensure_vectors = Forward(GraphStore.ensure_vectors)  # schema, outside transactions
+    prepare_vectors = Forward(GraphStore.prepare_vectors)  # schema, outside transactions
     scan_edges = Forward(GraphStore.scan_edges)
 
     # -- whole-namespace reads and passes: what is held is written first ----------------------

@@ -58,8 +58,9 @@ class WriteMixin(BrainBase):
         never silently overwritten. ``supersedes`` names memories this one replaces: each gets a
         ``supersedes`` link from it and ranks below it in recall (see :meth:`supersede`).
         Returns the stored node. With an embedder, the text is embedded first (outside the
-        store's lock) and its vector stored once the memory is: a kill in between leaves a
-        memory without a vector, which ``ebb embed`` (:meth:`embed`) fills in.
+        store's lock) and its vector written in the memory's own transaction: both are stored
+        or neither (a memory stored without an embedder has none; ``ebb embed``,
+        :meth:`embed`, fills those in).
 
         >>> brain.remember("Acme renews in March", kind="fact", links=["client:acme"])
         ... # doctest: +SKIP
@@ -73,6 +74,9 @@ class WriteMixin(BrainBase):
         old_ids = list(dict.fromkeys(validate_id(x) for x in supersedes))
         link_kind = validate_kind(link_kind, "link_kind")
         actor = validate_actor(actor)
+        if vec is not None:  # the vector tables, made outside the transaction (schema)
+            with self._s.lock:
+                self._s.store.prepare_vectors(self._ns, int(vec.shape[1]))
         with self._tx():
             now_us = self._now_us()
             self._maybe_rebase(now_us)
@@ -96,8 +100,9 @@ class WriteMixin(BrainBase):
             )
             audits += [_superseded(old, linked[old].tier, id, actor) for old in old_ids]
             self._audit(audits)
-            node = self._write_version(node, existing, linked, when, new_edges, changed)
-        self._write_vector(node.id, vec, stale, new=existing is None)
+            last = vec is None and not stale  # else the vector is written after the memory
+            node = self._write_version(node, existing, linked, when, new_edges, changed, last)
+            self._write_vector(node.id, vec, stale, new=existing is None)
         return node
 
     def _memory_id(
@@ -195,9 +200,10 @@ class WriteMixin(BrainBase):
         when: datetime,
         new_edges: list[Edge],
         changed: list[tuple[Edge, Edge]],
+        last: bool = True,
     ) -> Node:
         """Write ``remember``'s memory (read at ``when``) and its edges with every key kept in
-        step; returns the memory as stored."""
+        step; returns the memory as stored. ``last``: nothing follows in the transaction."""
         id = node.id
         before = {id: node, **linked}
         changes = self._plan(before, read={id: to_us(when)}, new_edges=new_edges, changed=changed)
@@ -206,9 +212,10 @@ class WriteMixin(BrainBase):
             # A new memory is created with its scores already final, together with its
             # links and its neighbours' changes (one round on stores that can fold them).
             node = _applied(node, changes.pop(id))
-            # Last step: a new memory is hot, so there is nothing to promote after it.
+            # Last step (but for its vector): a new memory is hot, so there is nothing to
+            # promote after it.
             self._s.store.write_event(
-                self._ns, new_nodes=[node], changes=changes, new_edges=new_edges, final=True
+                self._ns, new_nodes=[node], changes=changes, new_edges=new_edges, final=last
             )
             return node
         self._s.store.adjust(self._ns, changes)
@@ -230,14 +237,13 @@ class WriteMixin(BrainBase):
         return self._s.store.get_nodes(self._ns, [id])[id]
 
     def _write_vector(self, id: str, vec: Any, stale: bool, *, new: bool) -> None:
-        """Store ``remember``'s vector for ``id`` (or, when ``stale``, drop the old one)."""
+        """Store ``remember``'s vector for ``id`` (or, when ``stale``, drop the old one), in
+        its transaction (the tables are made beforehand: ``prepare_vectors``)."""
         if vec is not None:
-            with self._s.lock:
-                # a new memory has no vector to replace: no lookup and delete before the insert
-                self._s.store.put_vectors(self._ns, [id], vec, new=new)
+            # a new memory has no vector to replace: no lookup and delete before the insert
+            self._s.store.put_vectors(self._ns, [id], vec, new=new)
         elif stale:
-            with self._s.lock:
-                self._s.store.delete_vectors(self._ns, [id])
+            self._s.store.delete_vectors(self._ns, [id])
 
     def _revision(self, old: Node, actor: str) -> dict[str, Any]:
         """The audit entry keeping ``old`` (text, kind, props) as a version when it changes."""

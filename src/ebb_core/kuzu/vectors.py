@@ -302,6 +302,11 @@ class KuzuVectors:
                 "re-embed with `ebb embed --rebuild`"
             )
 
+    def prepare_vectors(self, namespace: str, dim: int) -> None:
+        """The namespace's tables made now if missing (DDL, outside transactions), so that
+        ``remember`` writes a memory and its vector in one transaction."""
+        self._ensure_table(namespace, dim)
+
     def _ensure_table(self, namespace: str, dim: int) -> tuple[str, str]:
         """The namespace's indexed table and tail, made if missing (the index is built at the
         first move into it, see ``index_vectors``)."""

@@ -24,6 +24,13 @@ class VectorStore(StoreCore):
         """Make the store ready for ``dim``-dimensional vectors (called outside transactions)."""
         raise NotImplementedError(f"the {self.backend} backend keeps no vectors")
 
+    def prepare_vectors(self, namespace: str, dim: int) -> None:
+        """Make the store ready to take ``namespace``'s ``dim``-dimensional vectors inside a
+        transaction (called outside transactions: schema changes commit on their own), so that
+        a memory and its vector are written in one transaction. By default ``ensure_vectors``.
+        """
+        self.ensure_vectors(dim)
+
     def put_vectors(
         self, namespace: str, ids: Sequence[str], vectors: Any, *, new: bool = False
     ) -> None:
