@@ -680,3 +680,44 @@ def test_an_imported_link_without_props_stores_none_and_reads_back_empty(
         assert cited is not None and cited.props == {"page": 3}
     finally:
         store.close()
+
+
+def test_the_tier_reference_walks_the_key_index_in_order(neo4j_uri: str, clock: FixedClock) -> None:
+    """``reference_key`` reads the ``(ns, key)`` index in key order (no sort of every memory)
+    and answers as sorting would: the key at the quantile's rank among live, unpinned memories."""
+    store = Neo4jStore(neo4j_uri)
+    try:
+        brain = Brain(store, namespace="r", clock=clock)
+        for i in range(12):
+            brain.remember(f"memory {i}", id=f"note:{i}", pinned=i == 0)
+        Brain(store, namespace="other", clock=clock).remember("elsewhere", id="note:x")
+        store._run("MATCH (n:Memory {ns: 'r'}) SET n.key = toFloat(toInteger(substring(n.id, 5)))")
+        store._run("MATCH (n:Memory {ns: 'other'}) SET n.key = 100.0")
+        # 11 live unpinned (keys 1..11); quantile 0.75 -> rank int(11 * 0.25) = 2 -> key 9
+        assert store.reference_key("r", 0.75) == (9.0, 2)
+        assert store.reference_key("r", 1.0) == (11.0, 0)
+        assert store.reference_key("none", 0.75) == (0.0, 0)
+        asked: list[str] = []
+        run = store._unit
+
+        def recording(work: Any, **kw: Any) -> Any:
+            class Tx:
+                def __init__(self, tx: Any) -> None:
+                    self.tx = tx
+
+                def run(self, query: str, params: Any = None) -> Any:
+                    asked.append(query)
+                    return self.tx.run(query, params)
+
+            return run(lambda tx: work(Tx(tx)), **kw)
+
+        store._unit = recording  # type: ignore[method-assign]
+        store.reference_key("r", 0.75)
+        with store._session() as session:
+            plan = json.dumps(
+                session.run("EXPLAIN " + asked[-1], {"ns": "r", "r": 2}).consume().plan
+            )
+        ops = re.findall(r'"operatorType": "([^"@]+)', plan)
+        assert "NodeIndexSeek" in ops and "Top" not in ops and "Sort" not in ops, ops
+    finally:
+        store.close()
