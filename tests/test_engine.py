@@ -441,6 +441,10 @@ def test_spreading_takes_a_second_hop_from_what_the_first_reached(brain: Brain) 
     relayed = brain.config.spread_second_hop * hits[1].why.spread_text
     assert third.why.spread_text == pytest.approx(relayed) and relayed > 0
     assert "turn:4" not in ids  # three links away: never reached
+    # its why names the relay as a relay, not as a match; the one-hop memory keeps the match
+    assert "two links from a match, through turn:2" in third.why.summary
+    assert "linked to matches" not in third.why.summary
+    assert "linked to matches turn:1" in hits[1].why.summary
     one_hop = Brain(
         brain.store,
         namespace=brain.namespace,

@@ -110,7 +110,8 @@ class Why(_Model):
     summary: str
     #: text score passed on by linked strong matches (query-time spreading), in text_norm units
     spread_text: float = 0.0
-    #: the strong matches that passed it, strongest first
+    #: the memories that passed it spreading, strongest first: strong matches linked to it,
+    #: or (``Config.spread_second_hop``) memories those matches reached, relaying it on
     spread_from: list[str] = Field(default_factory=list)
     #: the memories that replaced this one (``supersedes`` links); it ranks below them
     superseded_by: list[str] = Field(default_factory=list)

@@ -267,8 +267,9 @@ class RecallMixin(BrainBase):
             for link in links:
                 known[link.node_id].append(link)
         gains = _spread_gains(cands, links, now_us, cfg)
+        relays: set[str] = set()
         if cfg.spread_second_hop > 0:
-            self._second_hop(gains, {c.id for c in sources}, now_us)
+            relays = self._second_hop(gains, {c.id for c in sources}, now_us)
         # With vectors fused, a memory that matched neither words nor meaning keeps only part
         # of what spreads to it (Config.vector_unmatched_spread).
         unmatched = cfg.vector_unmatched_spread if fused else 1.0
@@ -295,19 +296,21 @@ class RecallMixin(BrainBase):
                 if cands[i].match == 0:
                     cands[i].spread *= unmatched
                 cands[i].spread_from = list(dict.fromkeys(s for _, s in got))
+                cands[i].spread_via = [s for s in cands[i].spread_from if s in relays]
 
     def _second_hop(
         self, gains: dict[str, list[tuple[float, str]]], sources: set[str], now_us: int
-    ) -> None:
+    ) -> set[str]:
         """Spreading's second hop (``Config.spread_second_hop``): the ``spread_sources``
         memories that received the most from the first (the sources aside) pass that share of
         what they received one hop further, each link damped as in the first hop; added to
-        ``gains``. Never back to a source: their own match already counts."""
+        ``gains``. Never back to a source: their own match already counts. Returns the relays
+        that passed something on (a hit's ``why`` names them as relays, not as matches)."""
         cfg = self._s.config
         got = {i: sum(g for g, _ in gs) for i, gs in gains.items() if i not in sources}
         relays = sorted(got, key=lambda i: (-got[i], i))[: cfg.spread_sources]
         if not relays:
-            return
+            return set()
         h = cfg.half_life_us
         links = self._s.store.strongest_links(
             self._ns, relays, now_us, h, cfg.spread_link_min, 16 * len(relays)
@@ -315,6 +318,7 @@ class RecallMixin(BrainBase):
         decayed = [
             (link, link.weight * scoring.decay(now_us - link.reinforced_us, h)) for link in links
         ]
+        passed: set[str] = set()
         strongest: dict[str, float] = {}
         for link, dw in decayed:
             strongest[link.node_id] = max(strongest.get(link.node_id, 0.0), dw)
@@ -325,6 +329,8 @@ class RecallMixin(BrainBase):
             damp = dw / top if top > 0 else 1.0
             gain = cfg.spread_second_hop * got[link.node_id] * damp
             gains.setdefault(link.other_id, []).append((gain, link.node_id))
+            passed.add(link.node_id)
+        return passed
 
     def _supersede(
         self,
@@ -415,7 +421,11 @@ class RecallMixin(BrainBase):
         if c.sim is not None:
             extra.insert(0, f"similarity {c.sim:.3f}")
         if c.spread_from:
-            extra.append(f"linked to matches {', '.join(c.spread_from[:3])} (+{c.spread:.3f})")
+            direct = [i for i in c.spread_from if i not in c.spread_via]
+            via = [i for i in c.spread_from if i in c.spread_via]
+            said = [f"linked to matches {', '.join(direct[:3])}"] if direct else []
+            said += [f"two links from a match, through {', '.join(via[:3])}"] if via else []
+            extra.append(f"{'; '.join(said)} (+{c.spread:.3f})")
         if c.superseded_by:
             extra.append(f"superseded by {', '.join(c.superseded_by)}")
         if node.tier != Tier.HOT:
@@ -459,6 +469,7 @@ class _Candidate:
     tier: int
     spread: float = 0.0
     spread_from: list[str] = field(default_factory=list)
+    spread_via: list[str] = field(default_factory=list)  # of spread_from: second-hop relays
     superseded_by: list[str] = field(default_factory=list)
     a_norm: float = 0.0
     score: float = 0.0

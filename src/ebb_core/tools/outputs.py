@@ -100,7 +100,10 @@ class Why(_Out):
     spread_text: float = _detail(
         description="Text score passed on by linked strong matches (spreading)."
     )
-    spread_from: list[str] = _detail(description="The strong matches linked to it that passed it.")
+    spread_from: list[str] = _detail(
+        description="The memories that passed it spreading: strong matches linked to it, or "
+        "memories those matches reached (a second hop).",
+    )
     similarity: float = _detail(
         description="Cosine similarity to the query by meaning (absent: no embedder)."
     )
