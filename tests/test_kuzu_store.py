@@ -860,3 +860,56 @@ def test_the_text_copy_scores_as_kuzus_index_does(
         store._ensure_cache()
         assert store._text_copy() is not None
         _assert_text_copy_matches_kuzu(store, queries)
+
+
+ROLLED_BACK_AUDIT = textwrap.dedent(
+    """
+    import os, resource, sys
+    from datetime import datetime, timezone
+    from ebb_core.kuzu_store import KuzuStore
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 20, 256 << 20))  # no runaway file
+    path = sys.argv[1]
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+    def cols(n, tag):
+        return {"action": ["demote"] * n, "node_id": [f"{tag}{i}" for i in range(n)],
+                "from_tier": [1] * n, "to_tier": [2] * n, "actor": ["maintain"] * n,
+                "reason": ["r"] * n}
+
+    store = KuzuStore(path)
+    store.append_audit_columns("a", 1, at, cols(1000, "kept"))
+    try:
+        with store.transaction():  # a maintain that fails after writing its audit rows
+            store.append_audit_columns("a", 1001, at, cols(80000, "gone"))
+            raise KeyError("failed after the audit rows")
+    except KeyError:
+        pass
+    for i in range(3):  # the writes after it, each with its checkpoint
+        store.append_audit_columns("a", 1001 + 40 * i, at, cols(40, f"after{i}-"))
+        store._maybe_checkpoint(force=True)
+    store.close()
+    store = KuzuStore(path)
+    print(store._q("MATCH (a:Audit) RETURN count(*)")[0][0],
+          store._q("MATCH (a:Audit) WHERE a.node_id STARTS WITH 'gone' RETURN count(*)")[0][0])
+    store.close()
+    print(os.path.getsize(path))
+    """
+)
+
+
+def test_a_rolled_back_audit_write_leaves_the_store_file_bounded(tmp_path: Path) -> None:
+    # Kùzu 0.11.3: a COPY rolled back with its transaction made the next writes and
+    # checkpoints grow the file without bound (2 GB in three small writes here; 58 GB for a
+    # 100k store), so the Audit rows are not COPYed (see KuzuSession._copy).
+    db = tmp_path / "rolled-back.kuzu"
+    out = subprocess.run(
+        [sys.executable, "-c", ROLLED_BACK_AUDIT, str(db)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    counts, size = out.stdout.split("\n")[:2]
+    assert counts.split() == ["1120", "0"]
+    assert int(size) < 64 << 20
