@@ -22,6 +22,7 @@ from .brain_base import _Shared
 from .clock import Clock, SystemClock, to_us
 from .embeddings import Embedder
 from .errors import InvalidInput
+from .explain import _opt_us
 from .grouping import GroupedStore, parse_delay, validate_delay
 from .keys import KeysMixin
 from .maintenance import MaintenanceMixin
@@ -32,7 +33,7 @@ from .model import (
     Stats,
     Tier,
 )
-from .recall import RecallMixin, _opt_us
+from .recall import RecallMixin
 from .review import ReviewMixin
 from .scoring import Config
 from .store import GraphStore

@@ -7,20 +7,17 @@ tier fall-through, spreading, replacement) and each hit's :class:`~ebb_core.mode
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from . import scoring
 from .brain_base import BrainBase
-from .clock import from_us, to_us
 from .errors import InvalidInput
-from .model import LiveLink, Node, RecallHit, Tier, Why
-from .scoring import Config
+from .explain import explain_hit
+from .model import Node, RecallHit, Tier
+from .ranking import Candidate, Fusion, from_matches, pass_along
 from .store import Link, Match
-from .text import matched_terms, query_terms
+from .text import query_terms
 from .validation import MAX_TEXT_LEN, _encodable, validate_k, validate_kind
 
 
@@ -80,7 +77,17 @@ class RecallMixin(BrainBase):
             nodes = {n.id: n for _, n in chosen}
             by_node = self._live_links(nodes, known, now_us)
             hits = [
-                self._hit(c, n, terms, by_node.get(n.id, []), now_us, ranked) for c, n in chosen
+                explain_hit(
+                    c,
+                    n,
+                    terms,
+                    by_node.get(n.id, []),
+                    now_us,
+                    ranked,
+                    self._s.config,
+                    self._s.epoch_us,
+                )
+                for c, n in chosen
             ]
             if reinforce:
                 self._reinforce_hits(chosen, nodes, now_us)
@@ -151,7 +158,7 @@ class RecallMixin(BrainBase):
         return by_node
 
     def _reinforce_hits(
-        self, chosen: list[tuple[_Candidate, Node]], nodes: dict[str, Node], now_us: int
+        self, chosen: list[tuple[Candidate, Node]], nodes: dict[str, Node], now_us: int
     ) -> None:
         """Reinforce what recall returns: the top hit fully, the tail (and superseded hits)
         less, none below ``reinforce_min_share``; a superseded hit is lifted no higher than
@@ -178,18 +185,18 @@ class RecallMixin(BrainBase):
         known: dict[str, list[Link]],
         vec: Sequence[tuple[Match, float]] = (),
         qvec: Any = None,
-    ) -> list[_Candidate]:
+    ) -> list[Candidate]:
         """Recall's ranking of its text (and vector) candidates (see :meth:`recall`), best
         first. The links it reads for spreading are left in ``known`` (by memory id) for the
         explanations."""
         cfg = self._s.config
-        cands = _from_matches(matches, has_terms, cfg)
+        cands = from_matches(matches, has_terms, cfg)
         pool = max(cfg.vector_pool, k)
-        fuse = _Fusion(cfg, qvec, vec, pool) if qvec is not None else None
+        fuse = Fusion(cfg, qvec, vec, pool) if qvec is not None else None
         if fuse is not None:
             for m, _sim in vec:
                 if m.id not in cands:
-                    cands[m.id] = _Candidate(m.id, 0.0, 0.0, m.key, m.pinned, m.tier)
+                    cands[m.id] = Candidate(m.id, 0.0, 0.0, m.key, m.pinned, m.tier)
                 cands[m.id].found.append("vector")
             # A text candidate the vector index did not return is less similar than the
             # pool's last: it fuses with similarity 0 (fetching its vector measured no better
@@ -217,11 +224,11 @@ class RecallMixin(BrainBase):
 
     def _admit(
         self,
-        cands: dict[str, _Candidate],
+        cands: dict[str, Candidate],
         ids: Iterable[str],
         max_tier: Tier,
         kinds: set[str],
-        fuse: _Fusion | None,
+        fuse: Fusion | None,
     ) -> None:
         """Bring the memories ``ids`` that matched no words into ``cands``, if recall may see
         them (tier and kind), fused with the query vector when there is one."""
@@ -231,14 +238,14 @@ class RecallMixin(BrainBase):
         new = []
         for m in self._s.store.matches_for(self._ns, wanted):
             if m.tier <= max_tier and (not kinds or m.kind in kinds):
-                cands[m.id] = _Candidate(m.id, 0.0, 0.0, m.key, m.pinned, m.tier)
+                cands[m.id] = Candidate(m.id, 0.0, 0.0, m.key, m.pinned, m.tier)
                 new.append(cands[m.id])
         if fuse is not None and new:
             fuse.apply(new)
 
     def _spread(
         self,
-        cands: dict[str, _Candidate],
+        cands: dict[str, Candidate],
         k: int,
         now_us: int,
         known: dict[str, list[Link]],
@@ -266,7 +273,9 @@ class RecallMixin(BrainBase):
                 known[c.id] = []
             for link in links:
                 known[link.node_id].append(link)
-        gains = _spread_gains(cands, links, now_us, cfg)
+        gains = pass_along(
+            links, now_us, cfg, cfg.spread_share, {i: c.match for i, c in cands.items()}
+        )
         relays: set[str] = set()
         if cfg.spread_second_hop > 0:
             relays = self._second_hop(gains, {c.id for c in sources}, now_us)
@@ -311,30 +320,19 @@ class RecallMixin(BrainBase):
         relays = sorted(got, key=lambda i: (-got[i], i))[: cfg.spread_sources]
         if not relays:
             return set()
-        h = cfg.half_life_us
         links = self._s.store.strongest_links(
-            self._ns, relays, now_us, h, cfg.spread_link_min, 16 * len(relays)
+            self._ns, relays, now_us, cfg.half_life_us, cfg.spread_link_min, 16 * len(relays)
         )
-        decayed = [
-            (link, link.weight * scoring.decay(now_us - link.reinforced_us, h)) for link in links
-        ]
         passed: set[str] = set()
-        strongest: dict[str, float] = {}
-        for link, dw in decayed:
-            strongest[link.node_id] = max(strongest.get(link.node_id, 0.0), dw)
-        for link, dw in decayed:
-            if link.other_id in sources:
-                continue
-            top = strongest[link.node_id]
-            damp = dw / top if top > 0 else 1.0
-            gain = cfg.spread_second_hop * got[link.node_id] * damp
-            gains.setdefault(link.other_id, []).append((gain, link.node_id))
-            passed.add(link.node_id)
+        for other, more in pass_along(links, now_us, cfg, cfg.spread_second_hop, got).items():
+            if other not in sources:  # damped against every link, sources' included
+                gains.setdefault(other, []).extend(more)
+                passed.update(relay for _, relay in more)
         return passed
 
     def _supersede(
         self,
-        cands: dict[str, _Candidate],
+        cands: dict[str, Candidate],
         k: int,
         mx: float,
         admit: Callable[[Iterable[str]], None],
@@ -373,205 +371,6 @@ class RecallMixin(BrainBase):
                 if present and c.score >= min(present):
                     c.score = min(present) * (1.0 - 1e-9)
 
-    def _hit(
-        self,
-        c: _Candidate,
-        node: Node,
-        terms: list[str],
-        links: Sequence[Link],
-        now_us: int,
-        ranked: Sequence[_Candidate],
-    ) -> RecallHit:
-        """One hit with its explanation; ``links`` are this node's strongest live links and
-        ``ranked`` the candidates in order (to say why recall reached a deeper tier)."""
-        cfg = self._s.config
-        parts = scoring.activation_parts(
-            node.base_key, node.key, _opt_us(node.last_read_at), now_us, self._s.epoch_us, cfg
-        )
-        h = cfg.half_life_us
-        live = [
-            LiveLink(
-                id=link.other_id,
-                kind=link.kind,
-                direction="out" if link.outgoing else "in",
-                weight=link.weight,
-                decayed_weight=link.weight * scoring.decay(now_us - link.reinforced_us, h),
-                reinforced_at=from_us(link.reinforced_us),
-            )
-            for link in links
-        ]
-        last = max(
-            [t for t in [node.last_read_at, *(x.reinforced_at for x in live)] if t is not None],
-            default=None,
-        )
-        live.sort(key=lambda x: (-x.decayed_weight, x.id))
-        matched = matched_terms(terms, node.text)
-        reached = "hot"
-        if node.tier != Tier.HOT:
-            below = [r.score for r in ranked if r.tier == Tier.HOT and r.score < c.score]
-            best = max(below, default=None)
-            prior = scoring.tier_prior(node.tier, cfg)
-            reached = (
-                f"{node.tier.label}: no hot memory scored as high"
-                + (f" (the best below it: {best:.3f})" if best is not None else "")
-                + f"; its score carries the {node.tier.label} prior x{prior:g}"
-            )
-        summary = _summary(matched, parts, live, node.tier, last, now_us)
-        extra: list[str] = []
-        if c.sim is not None:
-            extra.insert(0, f"similarity {c.sim:.3f}")
-        if c.spread_from:
-            direct = [i for i in c.spread_from if i not in c.spread_via]
-            via = [i for i in c.spread_from if i in c.spread_via]
-            said = [f"linked to matches {', '.join(direct[:3])}"] if direct else []
-            said += [f"two links from a match, through {', '.join(via[:3])}"] if via else []
-            extra.append(f"{'; '.join(said)} (+{c.spread:.3f})")
-        if c.superseded_by:
-            extra.append(f"superseded by {', '.join(c.superseded_by)}")
-        if node.tier != Tier.HOT:
-            extra.append(f"from {reached}")
-        if extra:
-            summary = summary + "; " + "; ".join(extra)
-        why = Why(
-            matched_terms=matched,
-            text_score=c.text_score,
-            text_norm=c.t_norm,
-            activation=parts.total,
-            activation_norm=c.a_norm,
-            edges_part=parts.edges,
-            read_part=parts.read,
-            spread_part=parts.spread,
-            live_links=live[:10],
-            last_reinforced_at=last,
-            tier=node.tier,
-            summary=summary,
-            spread_text=c.spread,
-            spread_from=c.spread_from[:10],
-            superseded_by=c.superseded_by,
-            reached=reached,
-            similarity=c.sim,
-            similarity_norm=c.v_norm,
-            match=c.match,
-            found_by=list(dict.fromkeys(c.found + (["link"] if c.spread_from else []))),
-        )
-        return RecallHit(node=node, score=c.score, why=why)
-
-
-@dataclass
-class _Candidate:
-    """One memory recall is ranking, with the parts of its score."""
-
-    id: str
-    text_score: float
-    t_norm: float
-    key: float
-    pinned: bool
-    tier: int
-    spread: float = 0.0
-    spread_from: list[str] = field(default_factory=list)
-    spread_via: list[str] = field(default_factory=list)  # of spread_from: second-hop relays
-    superseded_by: list[str] = field(default_factory=list)
-    a_norm: float = 0.0
-    score: float = 0.0
-    supplied: bool = False  # its score came from the memory it replaced
-    sim: float | None = None  # cosine similarity to the query (None: no vector)
-    v_norm: float = 0.0  # the similarity normalised against the best candidate's
-    match: float = 0.0  # the fused text and similarity that spreading and the blend use
-    found: list[str] = field(default_factory=list)
-
-
-class _Fusion:
-    """Fuses a candidate's text match and vector similarity into its ``match``.
-
-    ``score`` fusion: ``match = (1 − w) · t_norm + w · v_norm`` where ``t_norm`` is the text
-    score normalised as before and ``v_norm = ((sim − floor) / (best − floor)) ** contrast``
-    (``best``: the highest similarity among the candidates; ``floor``: ``vector_floor``, or the
-    last similarity of a full vector pool if higher; ≤ ``floor`` counts 0). ``rrf``:
-    reciprocal-rank fusion of the two rankings, ``(1 − w) / (60 + text rank) + w / (60 +
-    similarity rank)``, rescaled so the best possible is 1. Memories outside the vector pool fuse
-    with similarity 0.
-    """
-
-    def __init__(
-        self, cfg: Config, qvec: Any, vec: Sequence[tuple[Match, float]], pool: int
-    ) -> None:
-        self.cfg = cfg
-        self.sims: dict[str, float] = {m.id: float(s) for m, s in vec}
-        self.best = max(self.sims.values(), default=1.0)
-        # A full pool's last similarity is the floor too: what is outside the pool (similarity
-        # 0 here) and what is at its edge then count alike.
-        self.floor = cfg.vector_floor
-        if len(vec) >= pool and self.sims:
-            self.floor = max(self.floor, min(self.sims.values()))
-        self.text_ranks: dict[str, int] | None = None
-
-    def apply(self, cands: Iterable[_Candidate]) -> None:
-        cfg = self.cfg
-        w, floor = cfg.vector_weight, self.floor
-        span = self.best - floor
-        group = list(cands)
-        for c in group:
-            c.sim = self.sims.get(c.id)
-            if c.sim is None or span <= 0 or c.sim <= floor:
-                c.v_norm = 0.0
-            else:
-                c.v_norm = min((c.sim - floor) / span, 1.0) ** cfg.vector_contrast
-        if cfg.fusion == "rrf":
-            # ranks among every candidate seen so far (memories brought in later included)
-            if self.text_ranks is None:
-                by_text = sorted((c for c in group if c.t_norm > 0), key=lambda c: -c.t_norm)
-                self.text_ranks = {c.id: r for r, c in enumerate(by_text)}
-            sims = sorted(self.sims.values(), reverse=True)
-            for c in group:
-                part = (1 - w) / (60 + self.text_ranks[c.id]) if c.id in self.text_ranks else 0
-                if c.v_norm > 0 and c.sim is not None:
-                    part += w / (60 + bisect.bisect_left([-x for x in sims], -c.sim))
-                c.match = part * 60
-        else:
-            for c in group:
-                c.match = (1 - w) * c.t_norm + w * c.v_norm
-
-
-def _opt_us(when: datetime | None) -> int | None:
-    return None if when is None else to_us(when)
-
-
-def _summary(
-    matched: list[str],
-    parts: scoring.ActivationParts,
-    links: list[LiveLink],
-    tier: Tier,
-    last: datetime | None,
-    now_us: int,
-) -> str:
-    bits = []
-    bits.append("matched " + ", ".join(repr(t) for t in matched) if matched else "no text match")
-    bits.append(
-        f"activation {parts.total:.3f} (links {parts.edges:.3f}, read {parts.read:.3f}, "
-        f"neighbours {parts.spread:.3f})"
-    )
-    if links:
-        # Two links to one neighbour (two kinds, or both directions) name it once.
-        others = list(dict.fromkeys(link.id for link in links))
-        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
-        count = f"{len(links)} live link{'s' if len(links) != 1 else ''}"
-        if len(others) < len(links):
-            count += f" to {len(others)} memor{'ies' if len(others) != 1 else 'y'}"
-        bits.append(f"{count} ({shown})")
-    if last is not None:
-        days = max(now_us - to_us(last), 0) / scoring.US_PER_DAY
-        bits.append(f"last reinforced {_ago(days)}")
-    bits.append(f"tier {tier.label}")
-    return "; ".join(b for b in bits if b)
-
-
-def _ago(days: float) -> str:
-    if days < 1 / 24:
-        return "just now"
-    if days < 1:
-        return f"{days * 24:.0f}h ago"
-    return f"{days:.0f}d ago"
-
 
 def _recall_scope(
     query: str, k: int, depth: int | None, include_archived: bool, kinds: Sequence[str]
@@ -592,50 +391,3 @@ def _recall_scope(
     wanted = [validate_kind(x, "kinds") for x in kinds]
     max_tier = Tier.COLD if depth is None or include_archived or depth == 3 else Tier(depth)
     return wanted, max_tier
-
-
-def _from_matches(matches: Sequence[Match], has_terms: bool, cfg: Config) -> dict[str, _Candidate]:
-    """The text matches as candidates, by id, their match normalised by the best one's."""
-    top_text = max((m.score for m in matches), default=0.0) or 1.0
-    # Contrast: a match half as strong as the best counts 0.35 (text_contrast 1.5), so
-    # weak partial matches (one common word) stay below what strong matches spread.
-    cands = {
-        m.id: _Candidate(
-            m.id,
-            m.score,
-            (m.score / top_text) ** cfg.text_contrast if has_terms else 0.0,
-            m.key,
-            m.pinned,
-            m.tier,
-        )
-        for m in matches
-    }
-    for c in cands.values():
-        c.match = c.t_norm
-        if c.text_score > 0:
-            c.found.append("text")
-    return cands
-
-
-def _spread_gains(
-    cands: dict[str, _Candidate], links: Sequence[Link], now_us: int, cfg: Config
-) -> dict[str, list[tuple[float, str]]]:
-    """What each memory receives along ``links`` from the spreading sources: (gain, source).
-
-    A link passes its share damped by its decay relative to the source's strongest link: a
-    stale association of a live memory passes little, and an old conversation's links pass as
-    much as when they were fresh."""
-    h = cfg.half_life_us
-    decayed = [
-        (link, link.weight * scoring.decay(now_us - link.reinforced_us, h)) for link in links
-    ]
-    strongest: dict[str, float] = {}
-    for link, dw in decayed:
-        strongest[link.node_id] = max(strongest.get(link.node_id, 0.0), dw)
-    gains: dict[str, list[tuple[float, str]]] = {}
-    for link, dw in decayed:
-        top = strongest[link.node_id]
-        damp = dw / top if top > 0 else 1.0
-        gain = cfg.spread_share * cands[link.node_id].match * damp
-        gains.setdefault(link.other_id, []).append((gain, link.node_id))
-    return gains

@@ -1,7 +1,7 @@
 """Vectors in the Kùzu store: per namespace, searched in process up to a cap, an HNSW index past it.
 
-Kept apart from ``kuzu_store`` (mixed into :class:`~ebb_core.kuzu_store.KuzuStore`): a store
-without an embedder never creates one. A namespace (``<h>``: a digest of it, so no user text
+Mixed into :class:`~ebb_core.kuzu_store.KuzuStore`; a store without an embedder never creates
+one. A namespace (``<h>``: a digest of it, so no user text
 reaches the DDL) has two tables of ``(uid, ns, vec FLOAT[dim])``, made on its first vector:
 
 - ``MemoryVectorTail_<h>``, without an index: where every new vector goes (``remember``,
@@ -16,23 +16,21 @@ reaches the DDL) has two tables of ``(uid, ns, vec FLOAT[dim])``, made on its fi
   (``IN_PROCESS_MAX`` = 200,000, fewer when they would not fit in an eighth of the store's
   memory budget, ``EBB_MEMORY_BUDGET``; ~1.7 KB a 384-dimensional vector).
 
-Why: Kùzu 0.11.3's HNSW index takes 384-dimensional vectors at ~65-130 a second here (17 a
-second under heavy load), which made a remember with a vector 3.6x a text-only one and an
-import of vectors ~20x slower; searching 100,000 vectors in process through the shortlist
-costs a few milliseconds. Past the cap, :meth:`KuzuVectors.index_vectors` (run by
-``maintain``) moves the tail into the index: the namespace's first move takes the whole tail
-and builds the index once over the moved rows (``CREATE_VECTOR_INDEX`` after the rows are in,
+Why: Kùzu 0.11.3's HNSW index takes ~65-130 384-dimensional vectors a second here (a remember with
+a vector was 3.6x a text-only one, an import ~20x slower), while searching 100,000 in process
+through the shortlist costs a few milliseconds. Past the cap, :meth:`KuzuVectors.index_vectors`
+(run by ``maintain``) moves the tail into the index: the namespace's first move takes the whole
+tail and builds the index once over the moved rows (``CREATE_VECTOR_INDEX`` after the rows are in,
 rather than an insert per row); later ones move a tail of ``TAIL_MIN`` or more, at most
-``INDEX_BATCH`` at a time. Each move is one transaction (a kill leaves every vector in one
-table or the other); rows of an indexed table whose index is not built yet (a kill between
-the move and the build) are searched in process with the tail until the next move builds it.
+``INDEX_BATCH`` at a time. Each move is one transaction (a kill leaves every vector in one table or
+the other); rows of an indexed table whose index is not built yet (a kill between the move and the
+build) are searched in process with the tail until the next move builds it.
 
 The index is never dropped and re-made under the same name (``DROP_VECTOR_INDEX`` leaves its
 name behind on 0.11.3). Kùzu cannot ``SET`` an indexed vector, so replacing one is delete +
 insert (into the tail); a new memory's vector is inserted with no delete before it
-(``put_vectors(new=True)``). One table pair per namespace: with one shared index, a 200-memory
-namespace beside a 10,000-memory one had to search it thousands deep for its own neighbours
-(recall p50 230 ms, measured); now no namespace's size changes another's search.
+(``put_vectors(new=True)``). A table pair per namespace: no namespace's size changes another's
+search (one shared index made a 200-memory namespace search thousands deep: p50 230 ms).
 """
 
 from __future__ import annotations
@@ -60,8 +58,7 @@ TAIL_PREFIX = "MemoryVectorTail_"
 TAIL_MIN = 1000
 #: ... and at most this many per ``maintain`` (Kùzu indexes ~65-130 vectors a second here)
 INDEX_BATCH = 2000
-#: a namespace keeps all its vectors in process (no HNSW index) up to this many, fewer when
-#: they would not fit in an eighth of the store's memory budget (see ``in_process_cap``)
+#: a namespace's vectors all stay in process (no HNSW index) up to this many (``in_process_cap``)
 IN_PROCESS_MAX = 200_000
 #: up to this many rows the in-process search is exact (a matrix-vector product) ...
 EXACT_MAX = 20_000
@@ -72,8 +69,7 @@ DOT_BLOCK = 512
 
 
 def _names(namespace: str) -> tuple[str, str, str]:
-    """The indexed vector table, its index and the tail table of ``namespace`` (a digest: only
-    hex reaches the DDL)."""
+    """``namespace``'s indexed vector table, its index and its tail (a digest: only hex in DDL)."""
     h = hashlib.sha1(namespace.encode("utf-8")).hexdigest()[:20]
     return f"{PREFIX}{h}", f"memory_vec_{h}", f"{TAIL_PREFIX}{h}"
 
@@ -95,11 +91,9 @@ def _popcount(words: np.ndarray) -> np.ndarray:
 
 
 def _similarities(mat: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """``mat @ query``, ``DOT_BLOCK`` rows at a time. A product this small is one the BLAS
-    runs on the calling thread, whereas one over a few thousand rows it splits across threads,
-    which stall when the machine is busy: on this project's loaded 2-core machine (load 7),
-    2,000 x 384 took p50 / p95 0.05 / 30 ms in one call and 0.10 / 0.18 ms in blocks of 512,
-    20,000 x 384 12.1 / 23.7 ms against 5.3 / 12.5 ms (as with the BLAS held to one thread)."""
+    """``mat @ query``, ``DOT_BLOCK`` rows at a time: the BLAS runs a product this small on the
+    calling thread, and splits a larger one across threads that stall on a busy machine (the
+    figures: docs/benchmarks.md, "The similarities in blocks")."""
     import numpy as np
 
     if len(mat) <= DOT_BLOCK:
