@@ -327,3 +327,27 @@ def test_a_file_size_limit_is_store_full_and_loses_nothing(tmp_path: Path) -> No
         with Brain.open(db, namespace="t") as b:
             b.remember("after the limit was lifted harbor", id="note:after")
             assert "note:after" in {h.id for h in b.recall("lifted harbor", 5, depth=3)}
+
+
+def test_a_ctrl_c_once_kuzu_rows_are_written_waits_for_the_commit(tmp_path: Path) -> None:
+    # Kùzu 0.11.3 cannot roll back a bulk load safely (docs/kuzu.md, known issues): a Ctrl-C
+    # that arrives while the import's rows are being written lets the import commit, then
+    # says so (CommittedInterrupt), and the store holds every row.
+    from ebb_core.transfer import CommittedInterrupt
+
+    data = tmp_path / "small.jsonl"
+    _import_file(data, 300)
+    with Brain.open(tmp_path / "db.kuzu", namespace="bench") as brain:
+        inner = brain.store.inner if hasattr(brain.store, "inner") else brain.store
+        real = inner.bulk_insert
+
+        def interrupted(*args: object, **kwargs: object) -> object:
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C, as the first rows go in
+            return real(*args, **kwargs)
+
+        inner.bulk_insert = interrupted  # type: ignore[method-assign]
+        with pytest.raises(CommittedInterrupt) as caught:
+            brain.import_(data)
+        assert caught.value.counts["nodes"] == 300
+        assert brain.last_import is not None and brain.last_import["nodes"] == 300
+        assert brain.stats().nodes == 300

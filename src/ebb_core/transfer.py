@@ -106,7 +106,8 @@ class TransferMixin(BrainBase):
         Refuses (changing nothing) if a memory id already exists or the file is malformed.
         Returns counts of nodes, edges and audit entries loaded, which are also kept in
         ``last_import`` from the moment the import commits (so that a caller interrupted
-        afterwards can tell that it did). A Ctrl-C before the commit rolls it back; after it,
+        afterwards can tell that it did). A Ctrl-C before the commit rolls it back (on Kùzu,
+        only before the first row is written: from then on it waits for the commit); after it,
         :class:`CommittedInterrupt` (a ``KeyboardInterrupt``) carries the counts.
         """
         self.last_import = None
@@ -128,7 +129,7 @@ class TransferMixin(BrainBase):
         try:
             with gate, self._s.lock, self._s.store.bulk_load(job.n_nodes):
                 with self._tx():
-                    self._load(job, batch, progress)
+                    self._load(job, batch, progress, gate)
                     # The columns are stored: let them go before the text index is built
                     # (as bulk_load ends), which needs the memory at a million memories.
                     job.release()
@@ -172,12 +173,19 @@ class TransferMixin(BrainBase):
             node_cols, edge_cols, audits = _parse_lines(lines(), target, defaults)
         return node_cols, edge_cols, audits
 
-    def _load(self, job: _ImportJob, batch: int, progress: Progress | None) -> None:
+    def _load(
+        self, job: _ImportJob, batch: int, progress: Progress | None, gate: _InterruptGate
+    ) -> None:
         """Store what ``job`` imports (inside the import's transaction): refused, with nothing
         written, on an id clash or an edge to a memory that is nowhere; then the rows, the
         audit entries and the keys."""
         store = self._s.store
         _refuse_clashes(store, job)
+        if store.backend == "kuzu":
+            # Kùzu 0.11.3 cannot roll back a bulk load safely (a rolled-back COPY leaves a node
+            # table that grows without bound, a link table emptied: docs/kuzu.md, known
+            # issues), so from the first row written a Ctrl-C waits for the commit.
+            gate.hold()
         # Into empty namespaces, with every edge inside the file, the keys follow from the
         # file alone: they are stored with the rows instead of recomputed from the store.
         fresh = (
