@@ -4,7 +4,9 @@ Backends: ``kuzu`` always; ``neo4j`` against a real server: the URI in ``EBB_TES
 the one ``scripts/neo4j-test-server start`` wrote to ``.neo4j-test/uri`` (``make test`` starts a
 server of its own and sets the variable). Without a server the neo4j cases are skipped with the
 reason; under ``CI=true`` every skipped neo4j test fails the run instead. Each neo4j test starts
-from an empty database. A new backend is one more entry in ``BACKENDS`` and ``make_store``.
+from an empty database, so a server holding more than ``WIPE_GUARD`` nodes (someone's data) is
+refused, with the reason, unless ``EBB_TEST_NEO4J_WIPE=1``. A new backend is one more entry in
+``BACKENDS`` and ``make_store``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 ROOT = Path(__file__).resolve().parent.parent
 
 BACKENDS = ["kuzu", pytest.param("neo4j", marks=pytest.mark.neo4j)]
+#: more nodes than any test leaves behind: a server holding more is not emptied (see _Neo4jServer)
+WIPE_GUARD = 100_000
 
 
 def in_ci() -> bool:
@@ -83,7 +87,25 @@ class _Neo4jServer:
             self._driver = None
             self.problem = f"the Neo4j test server at {uri} (from {source}) does not answer: {exc}"
             return
+        self.problem = self._refuse_to_wipe(uri, source)
         self.uri = uri
+
+    def _refuse_to_wipe(self, uri: str, source: str) -> str | None:
+        """Each neo4j test empties the database first: a server holding more than a test run
+        leaves behind (``WIPE_GUARD`` nodes) is someone's data, not a test server, and is left
+        alone unless ``EBB_TEST_NEO4J_WIPE=1`` says to erase it."""
+        if os.environ.get("EBB_TEST_NEO4J_WIPE", "").strip() == "1":
+            return None
+        with self._driver.session(database="neo4j") as s:
+            held = s.run("MATCH (n) RETURN count(n) AS c").single()["c"]
+        if held <= WIPE_GUARD:
+            return None
+        return (
+            f"the Neo4j server at {uri} (from {source}) holds {held:,} nodes, and every neo4j "
+            "test empties the database: refusing to touch it. Point EBB_TEST_NEO4J_URI at a "
+            "server for tests (`scripts/neo4j-test-server start`), or set "
+            "EBB_TEST_NEO4J_WIPE=1 to let the tests erase this one"
+        )
 
     def reset(self) -> None:
         """Empty the database (schema stays: stores create it idempotently) and GDS graphs."""
