@@ -174,7 +174,7 @@ class Neo4jKeys(Neo4jSession):
             # it): only the top `rank` entries are read, not every memory sorted (1M: 7.5 s ->
             # 0.17 s, same key).
             row = tx.run(
-                "MATCH (n:Memory) USING INDEX n:Memory(ns, key) "
+                "MATCH (n:Memory) USING INDEX SEEK n:Memory(ns, key) "
                 f"WHERE {live} AND n.key IS NOT NULL "
                 "RETURN n.key AS k ORDER BY n.ns DESC, n.key DESC SKIP $r LIMIT 1",
                 {"ns": namespace, "r": rank},
