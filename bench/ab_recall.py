@@ -9,6 +9,11 @@ busy machine slows both alike. Prints p50/p95 of each and their ratio; ``--json`
     git archive <commit> | tar -x -C /tmp/base
     python bench/ab_recall.py --other-src /tmp/base/src --size 100000 --ops 200
     python bench/ab_recall.py --embedder fake:384 --size 100000 --ops 200
+    python bench/ab_recall.py --other-src /tmp/base/src --second-hop 0 --data graph-100000.jsonl
+
+``--second-hop X`` sets A's ``Config.spread_second_hop`` (0: spreading's one hop, as before
+f54586b); ``--data FILE`` imports that graph (e.g. the one ``bench_core.py`` wrote) instead of
+writing one.
 
 ``--embedder NAME`` gives A's memories vectors (its import embeds them; recall fuses vector
 candidates) and, without ``--other-src``, makes B this checkout on text alone: the cost of
@@ -32,7 +37,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 
 
-def worker(data: Path, ops: int, embedder: str = "") -> None:
+def worker(data: Path, ops: int, embedder: str = "", second_hop: float | None = None) -> None:
     """Build the store, then answer "run LO HI" lines with the recall times in ms and "mem LO
     HI" lines with remember times (JSON), the embedder's own time taken out of both."""
     sys.path.insert(0, str(HERE))
@@ -50,10 +55,13 @@ def worker(data: Path, ops: int, embedder: str = "") -> None:
         timed = TimedEmbedder(inner) if inner is not None else None
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store("kuzu", Path(tmp) / "ab.kuzu")
-        if timed is not None:
-            brain = Brain(store, namespace="ab", clock=clock, embedder=timed)
-        else:  # as before: an Ebb without embedders (an older checkout) takes no such argument
-            brain = Brain(store, namespace="ab", clock=clock)
+        # an Ebb without embedders (an older checkout) takes no such argument
+        kwargs: dict[str, Any] = {"embedder": timed} if timed is not None else {}
+        if second_hop is not None:  # Config.spread_second_hop (f54586b)
+            from ebb_core import Config
+
+            kwargs["config"] = Config(spread_second_hop=second_hop)
+        brain = Brain(store, namespace="ab", clock=clock, **kwargs)
         brain.import_(data, namespace="ab")
         clock.advance(hours=1)
         brain.maintain()
@@ -100,11 +108,13 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=10)
     ap.add_argument("--edges-per-node", type=float, default=5.0)
     ap.add_argument("--embedder", default="", help="A's embedder (fake:384, minilm...)")
+    ap.add_argument("--second-hop", type=float, help="A's Config.spread_second_hop (0: off)")
+    ap.add_argument("--data", help="the graph to import (default: written by bench/synth.py)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        worker(Path(args.worker), args.ops, args.embedder)
+        worker(Path(args.worker), args.ops, args.embedder, args.second_hop)
         return
     if not args.other_src and not args.embedder:
         raise SystemExit("--other-src (another version) or --embedder (vectors) is required")
@@ -112,8 +122,9 @@ def main() -> None:
     import synth
 
     with tempfile.TemporaryDirectory() as tmp:
-        data = Path(tmp) / f"graph-{args.size}.jsonl"
-        synth.write_file(data, args.size, args.edges_per_node)
+        data = Path(args.data) if args.data else Path(tmp) / f"graph-{args.size}.jsonl"
+        if not args.data:
+            synth.write_file(data, args.size, args.edges_per_node)
         other = {"PYTHONPATH": str(Path(args.other_src).resolve())} if args.other_src else {}
         a_name = "A (this checkout" + (f", {args.embedder})" if args.embedder else ")")
         b_name = "B (other)" if args.other_src else "B (this checkout, text only)"
@@ -123,6 +134,8 @@ def main() -> None:
         procs: dict[str, Any] = {}
         for name, (env, emb) in envs.items():
             cmd = [sys.executable, __file__, "--worker", str(data), "--ops", str(args.ops)]
+            if name == a_name and args.second_hop is not None:
+                cmd += ["--second-hop", str(args.second_hop)]
             procs[name] = subprocess.Popen(
                 [*cmd, *(["--embedder", emb] if emb else [])],
                 stdin=subprocess.PIPE,

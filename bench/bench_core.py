@@ -24,6 +24,13 @@ memory a vector (the import embeds in batches) and recall fuses vector candidate
 beside the usual figures: ``embed_per_s`` (texts/s at import), recall p50/p95 *excluding* the
 query's embedding with ``query_embed_p50_ms`` apart, remember p50 excluding its embedding, and
 the store's size. Run it and the text-only run in the same session to compare.
+
+``--second-hop X`` sets ``Config.spread_second_hop`` (0 turns spreading's second hop off).
+The script also runs against an older checkout's ``src`` (``PYTHONPATH=OLD/src``, even one from
+before embeddings, without ``--embedder``), so a before/after pair measures the same work:
+
+    git archive 86c1187 | tar -x -C /tmp/old
+    PYTHONPATH=/tmp/old/src python bench/bench_core.py --sizes 100000 --workdir /tmp/w --json
 """
 
 from __future__ import annotations
@@ -45,7 +52,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synth
 from ebb_core import Brain, FixedClock
 from ebb_core.backends import open_store
-from ebb_core.embeddings import Embedder, resolve
+
+try:
+    from ebb_core.embeddings import Embedder, resolve
+except ImportError:  # a checkout from before embeddings (an A/B's old side): text alone
+    Embedder = object  # type: ignore[assignment,misc]
+    resolve = None  # type: ignore[assignment]
 
 
 class TimedEmbedder(Embedder):
@@ -107,7 +119,11 @@ def run_size(
     edges_per_node: float,
     small: int = 200,
     embedder: str = "",
+    second_hop: float | None = None,
 ) -> dict[str, Any]:
+    import ebb_core
+
+    log(f"ebb_core from {Path(ebb_core.__file__).parent}")
     data = workdir / f"graph-{n}.jsonl"
     if not data.exists():
         synth.write_file(data, n, edges_per_node)
@@ -117,7 +133,12 @@ def run_size(
     ns = f"bench-{n}-{time.time_ns()}"
     inner = resolve(embedder) if embedder else None
     timed = TimedEmbedder(inner) if inner is not None else None
-    brain = Brain(store, namespace=ns, clock=clock, embedder=timed or False)
+    kwargs: dict[str, Any] = {"embedder": timed} if timed is not None else {}
+    if second_hop is not None:  # Config.spread_second_hop (f54586b); the default otherwise
+        from ebb_core import Config
+
+        kwargs["config"] = Config(spread_second_hop=second_hop)
+    brain = Brain(store, namespace=ns, clock=clock, **kwargs)
     embed_ms: list[float] = []
     remember_embed_ms: list[float] = []
     try:
@@ -143,7 +164,7 @@ def run_size(
             t0 = time.perf_counter()
             res = brain.recall(q, k=10)
             recall_ms.append((time.perf_counter() - t0) * 1000)
-            embed_ms.append(brain.last_query_embed_s * 1000)
+            embed_ms.append(getattr(brain, "last_query_embed_s", 0.0) * 1000)
             hits += len(res)
             live.extend(h.id for h in res[:2])
         log(f"recall p50 {pct(recall_ms, 50):.1f} ms")
@@ -256,6 +277,8 @@ def run_in_child(n: int, args: argparse.Namespace, work: Path) -> dict[str, Any]
         "--embedder",
         args.embedder,
     ]
+    if args.second_hop is not None:
+        cmd += ["--second-hop", str(args.second_hop)]
     out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True).stdout
     row: dict[str, Any] = json.loads(out)
     return row
@@ -314,6 +337,11 @@ def main() -> None:
     ap.add_argument("--workdir", help="keep generated data here (default: a temp dir)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ap.add_argument("--embedder", default="", help="give memories vectors (minilm, fake:384...)")
+    ap.add_argument(
+        "--second-hop",
+        type=float,
+        help="Config.spread_second_hop for this run (0: spreading's one hop, as before f54586b)",
+    )
     ap.add_argument("--plot", help="draw the growth curve into this PNG (needs matplotlib)")
     ap.add_argument("--merge", nargs="+", default=[], help="--json outputs to add to the plot")
     ap.add_argument("--one-size", type=int, help=argparse.SUPPRESS)
@@ -327,6 +355,7 @@ def main() -> None:
             args.edges_per_node,
             args.small,
             args.embedder,
+            args.second_hop,
         )
         print(json.dumps(row))
         return
