@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -401,7 +401,32 @@ def test_a_first_recall_without_the_recall_columns_finds_what_they_find(tmp_path
     assert {h.kind for h in seen} == {"note", "decision", "fact"}
 
 
-def test_a_maintain_that_stales_most_rows_has_the_snapshot_taken_anew(tmp_path: Path) -> None:
+SnapshotTaken = Callable[[Path, Any, list[str]], tuple[KuzuStore, Brain, list[Any]]]
+
+
+@pytest.fixture
+def snapshot_taken() -> SnapshotTaken:
+    """Opens the store at ``db`` with its row snapshot on and reads ``ids`` until the snapshot
+    is taken (two recalls, a read, the row cache emptied, a read again); gives the store, its
+    Brain (namespace ``s``, on ``clock``) and the memories read last."""
+
+    def take(db: Path, clock: Any, ids: list[str]) -> tuple[KuzuStore, Brain, list[Any]]:
+        store = KuzuStore(db, snapshot=True)
+        b = Brain(store, namespace="s", clock=clock)
+        b.recall("memory number", k=3, reinforce=False)
+        b.recall("memory number", k=3, reinforce=False)
+        b.read(ids, reinforce=False)
+        store._rows_cache.clear()
+        read = b.read(ids, reinforce=False)
+        assert store._cache.base is not None  # the snapshot was taken
+        return store, b, read
+
+    return take
+
+
+def test_a_maintain_that_stales_most_rows_has_the_snapshot_taken_anew(
+    tmp_path: Path, snapshot_taken: SnapshotTaken
+) -> None:
     """After a batch write that changes most rows (maintain), reads come from a new snapshot,
     not from the table row by row, and every row read equals the table's."""
     from datetime import datetime, timezone
@@ -414,14 +439,7 @@ def test_a_maintain_that_stales_most_rows_has_the_snapshot_taken_anew(tmp_path: 
         ids = []
         for i in range(120):
             ids.append(b.remember(f"memory number {i}", id=f"note:{i}", links=ids[-1:]).id)
-    store = KuzuStore(db, snapshot=True)
-    b = Brain(store, namespace="s", clock=clock)
-    b.recall("memory number", k=3, reinforce=False)
-    b.recall("memory number", k=3, reinforce=False)
-    b.read(ids, reinforce=False)
-    store._rows_cache.clear()
-    b.read(ids, reinforce=False)
-    assert store._cache.base is not None  # the snapshot was taken
+    store, b, _ = snapshot_taken(db, clock, ids)
     clock.advance(days=90)
     b.maintain()  # rewrites the keys of every memory
     store._rows_cache.clear()
@@ -438,7 +456,7 @@ def test_a_maintain_that_stales_most_rows_has_the_snapshot_taken_anew(tmp_path: 
 
 
 def test_maintain_lets_go_of_the_row_snapshot_before_it_reads_its_columns(
-    tmp_path: Path,
+    tmp_path: Path, snapshot_taken: SnapshotTaken
 ) -> None:
     """The scoring pass never holds its columns beside the row snapshot (at 1M memories the two
     together were the process's peak): the snapshot is gone by the time the pass reads, and
@@ -451,14 +469,7 @@ def test_maintain_lets_go_of_the_row_snapshot_before_it_reads_its_columns(
     clock = FixedClock(datetime(2026, 1, 1, tzinfo=timezone.utc))
     with Brain.open(db, namespace="s", clock=clock) as b:
         ids = [b.remember(f"memory number {i}", id=f"note:{i}").id for i in range(100)]
-    store = KuzuStore(db, snapshot=True)
-    b = Brain(store, namespace="s", clock=clock)
-    b.recall("memory number", k=3, reinforce=False)
-    b.recall("memory number", k=3, reinforce=False)
-    b.read(ids, reinforce=False)
-    store._rows_cache.clear()
-    before = b.read(ids, reinforce=False)
-    assert store._cache.base is not None  # the snapshot was taken
+    store, b, before = snapshot_taken(db, clock, ids)
     held: list[bool] = []
     arrow = store._arrow
 
@@ -603,6 +614,16 @@ def test_opening_a_store_removes_the_copy_files_a_killed_bulk_load_left(tmp_path
     assert not mine.exists() and theirs.exists()
 
 
+def _export_node(i: int) -> str:
+    """Line ``i`` of a small export of namespace ``x``: memory ``m:{i}`` about pricing."""
+    import json
+
+    node = {"type": "node", "id": f"m:{i}", "namespace": "x", "kind": "note"}
+    node["text"] = f"memory {i} about pricing {i % 7}"
+    node["created_at"] = node["updated_at"] = "2026-01-01T00:00:00Z"
+    return json.dumps(node)
+
+
 def test_a_large_bulk_load_through_a_file_stores_what_one_through_arrow_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -614,19 +635,7 @@ def test_a_large_bulk_load_through_a_file_stores_what_one_through_arrow_does(
 
     lines = [json.dumps({"type": "ebb-export", "version": 1, "namespaces": ["x"]})]
     for i in range(300):
-        lines.append(
-            json.dumps(
-                {
-                    "type": "node",
-                    "id": f"m:{i}",
-                    "namespace": "x",
-                    "kind": "note",
-                    "text": f"memory {i} about pricing {i % 7}",
-                    "created_at": "2026-01-01T00:00:00Z",
-                    "updated_at": "2026-01-01T00:00:00Z",
-                }
-            )
-        )
+        lines.append(_export_node(i))
     for i in range(1, 300):
         lines.append(
             json.dumps(
@@ -671,19 +680,7 @@ def test_a_recall_on_memories_imported_without_links_writes_nothing(tmp_path: Pa
 
     lines = [json.dumps({"type": "ebb-export", "version": 1, "namespaces": ["x"]})]
     for i in range(50):
-        lines.append(
-            json.dumps(
-                {
-                    "type": "node",
-                    "id": f"m:{i}",
-                    "namespace": "x",
-                    "kind": "note",
-                    "text": f"memory {i} about pricing {i % 7}",
-                    "created_at": "2026-01-01T00:00:00Z",
-                    "updated_at": "2026-01-01T00:00:00Z",
-                }
-            )
-        )
+        lines.append(_export_node(i))
     export = tmp_path / "x.jsonl"
     export.write_text("\n".join(lines) + "\n")
     with Brain.open(tmp_path / "s.kuzu", namespace="x") as b:

@@ -287,6 +287,26 @@ async def test_malformed_calls_get_tool_errors_and_the_server_keeps_serving(
         assert (await call(c, "recall", query="alpha"))["hits"][0]["id"] == "fact:a"
 
 
+#: The first request of a raw MCP session (no SDK client), as a test writes it on the wire.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+
+
+def post(url: str, body: bytes, **headers: str) -> urllib.request.Request:
+    """A raw POST of ``body`` to the streamable HTTP endpoint, with the headers a client sends
+    (``headers`` add to or replace them)."""
+    sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    return urllib.request.Request(url, data=body, method="POST", headers={**sent, **headers})
+
+
 def test_garbage_on_the_stdio_wire_does_not_stop_the_server(tmp_path: Path) -> None:
     """Lines that are not JSON-RPC at all (the SDK's transport drops those it cannot parse,
     lone surrogates included, or answers them with a protocol error); valid calls still work."""
@@ -321,20 +341,7 @@ def test_garbage_on_the_stdio_wire_does_not_stop_the_server(tmp_path: Path) -> N
         pytest.fail(f"no answer to request {id_}")
 
     try:
-        send(
-            json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-06-18",
-                        "capabilities": {},
-                        "clientInfo": {"name": "raw", "version": "0"},
-                    },
-                }
-            )
-        )
+        send(json.dumps(INITIALIZE))
         assert "result" in answer(1)
         send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         send("this is not json")
@@ -390,26 +397,12 @@ def test_garbage_over_http_does_not_stop_the_server(tmp_path: Path) -> None:
     db = tmp_path / "store.kuzu"
     with http_server(db) as url:
         for body in (b"this is not json", b'{"jsonrpc":"2.0","id":1,"method":', b"\xff\xfe"):
-            request = urllib.request.Request(
-                url,
-                data=body,
-                method="POST",
-                headers={
-                    "Content-Type": "application/json",
-                    "Accept": "application/json, text/event-stream",
-                },
-            )
             with pytest.raises(urllib.error.HTTPError) as refused:
-                urllib.request.urlopen(request, timeout=30)
+                urllib.request.urlopen(post(url, body), timeout=30)
             assert 400 <= refused.value.code < 500
 
         # A page in a browser cannot reach it under another name (DNS rebinding).
-        foreign = urllib.request.Request(
-            url,
-            data=b"{}",
-            method="POST",
-            headers={"Host": "attacker.example", "Content-Type": "application/json"},
-        )
+        foreign = post(url, b"{}", Host="attacker.example")
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(foreign, timeout=30)
         assert 400 <= refused.value.code < 500
@@ -425,26 +418,9 @@ def test_http_answers_each_request_with_plain_json(tmp_path: Path) -> None:
     """Streamable HTTP replies as one JSON body per request (``json_response``), not an SSE
     stream per request: less work on both sides, and every client must take either."""
     with http_server(tmp_path / "store.kuzu") as url:
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "test", "version": "1"},
-            },
-        }
-        request = urllib.request.Request(
-            url,
-            data=json.dumps(init).encode(),
-            method="POST",
-            headers={
-                "Content-Type": "application/json",
-                "Accept": "application/json, text/event-stream",
-            },
-        )
-        with urllib.request.urlopen(request, timeout=30) as response:
+        with urllib.request.urlopen(
+            post(url, json.dumps(INITIALIZE).encode()), timeout=30
+        ) as response:
             assert response.headers["Content-Type"].startswith("application/json")
             body = json.loads(response.read())
         assert body["id"] == 1 and body["result"]["serverInfo"]["name"] == "ebb"
