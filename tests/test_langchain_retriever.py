@@ -146,19 +146,25 @@ def test_reinforce_switch_off_leaves_activation(brain: Brain, clock: FixedClock)
 
 
 def test_langchain_and_llamaindex_metadata_carry_the_same_hit(brain: Brain) -> None:
-    """Both adapters shape ``RecallHit.flat()``: the same values under their own names."""
+    """Both adapters give ``RecallHit.metadata()``: the same keys with the same values, each
+    adapter's old names included (LangChain's ``id`` and nested ``score_parts``, LlamaIndex's
+    ``memory_id`` and flat ``*_part``); only ``live_links`` keeps each one's shape (dicts /
+    ids), and ``live_link_ids`` reads the same in both."""
     from ebb_llamaindex import EbbRetriever as LlamaRetriever
 
     brain.connect("decision:outcome", "task:pricing-page", kind="related")
     lc = EbbRetriever(brain=brain, k=3).invoke("outcome pricing")[0].metadata
     li = LlamaRetriever(brain, k=3, reinforce=False).retrieve("outcome pricing")[0].node.metadata
     assert lc["id"] == li["memory_id"] == "decision:outcome"
-    assert li["tier_level"] == 1 and "tier_level" not in lc
+    assert lc["memory_id"] == li["id"] == "decision:outcome"
+    assert li["tier_level"] == lc["tier_level"] == 1
     for part, value in lc["score_parts"].items():
         assert li[part if part.endswith(("score", "norm", "activation")) else f"{part}_part"] == (
             value
         )
     assert [link["id"] for link in lc["live_links"]] == li["live_links"]
+    assert lc["live_link_ids"] == li["live_link_ids"] == li["live_links"]
     assert len(li["live_links"]) == 2
-    same = set(lc) - {"id", "score_parts", "live_links"}
+    assert set(lc) == set(li)
+    same = set(lc) - {"live_links"}
     assert {key: li[key] for key in same} == {key: lc[key] for key in same}

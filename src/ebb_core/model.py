@@ -195,6 +195,22 @@ class RecallHit(_Model):
             "last_reinforced_at": _iso(why.last_reinforced_at),
         }
 
+    def metadata(self) -> dict[str, Any]:
+        """The metadata both framework adapters give a hit (LangChain's ``Document.metadata``,
+        LlamaIndex's ``TextNode.metadata``): :meth:`flat`, plus each name the other adapter
+        used before they were unified, so code written for either finds its keys in both:
+        ``memory_id`` (LlamaIndex's name for ``id``), ``score_parts`` (LangChain's: the score
+        parts nested, ``edges``/``read``/``spread`` without ``_part``) and ``live_link_ids``.
+        ``live_links`` alone keeps each adapter's own shape (dicts here and in LangChain, ids in
+        LlamaIndex): ``live_link_ids`` reads the same in both."""
+        flat = self.flat()
+        return {
+            **flat,
+            "memory_id": flat["id"],
+            "score_parts": {part.removesuffix("_part"): flat[part] for part in SCORE_PARTS},
+            "live_link_ids": [link["id"] for link in flat["live_links"]],
+        }
+
 
 #: The parts of a recall hit's score, as :class:`Why` names them.
 SCORE_PARTS = (

@@ -7,17 +7,20 @@ from typing import Any
 from langchain_core.documents import Document
 
 from ebb_core import Brain, RecallHit
-from ebb_core.model import SCORE_PARTS
 
 
 def hit_metadata(hit: RecallHit) -> dict[str, Any]:
-    """JSON-friendly metadata for a recall hit: the memory, its score parts and why it surfaced."""
-    flat = hit.flat()
-    del flat["tier_level"]
-    parts = {part.removesuffix("_part"): flat.pop(part) for part in SCORE_PARTS}
-    head = {key: flat.pop(key) for key in ("id", "namespace", "kind", "tier", "pinned", "score")}
-    props = flat.pop("props")
-    return {**head, "why": flat.pop("why"), "score_parts": parts, **flat, "props": props}
+    """JSON-friendly metadata for a recall hit: the memory, its score parts and why it surfaced.
+
+    ``RecallHit.metadata()``, the keys LlamaIndex's nodes carry too: ``id`` and ``memory_id``,
+    ``score_parts`` (nested) and each part under its own name (``edges_part``...), ``tier`` and
+    ``tier_level``, ``live_links`` (dicts of id, kind, direction, decayed weight) and
+    ``live_link_ids``, ``why``, the timestamps."""
+    meta = hit.metadata()
+    head = ("id", "memory_id", "namespace", "kind", "tier", "pinned", "score", "why", "score_parts")
+    first = {key: meta.pop(key) for key in head}
+    props = meta.pop("props")
+    return {**first, **meta, "props": props}
 
 
 def hit_to_document(hit: RecallHit) -> Document:

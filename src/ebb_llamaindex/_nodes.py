@@ -17,14 +17,16 @@ LLM_METADATA_KEYS = ("memory_id", "kind", "created_at")
 def hit_to_node(hit: RecallHit) -> NodeWithScore:
     """A recall hit as a scored ``TextNode`` whose id is the memory id.
 
-    Metadata: ``memory_id``, ``namespace``, ``kind``, ``tier`` (label) and ``tier_level``,
+    Metadata (``RecallHit.metadata()``, the keys LangChain's documents carry too):
+    ``memory_id`` and ``id``, ``namespace``, ``kind``, ``tier`` (label) and ``tier_level``,
     ``pinned``, ``props``, the score and its parts (``text_score``, ``text_norm``, ``activation``,
-    ``activation_norm``, ``edges_part``, ``read_part``, ``spread_part``), ``matched_terms``,
-    ``live_links`` (ids), ``why`` (the one-line summary) and the timestamps as ISO strings.
+    ``activation_norm``, ``edges_part``, ``read_part``, ``spread_part``, and nested in
+    ``score_parts``), ``matched_terms``, ``live_links`` (ids, as before; LangChain's are dicts)
+    and ``live_link_ids``, ``why`` (the one-line summary) and the timestamps as ISO strings.
     """
-    flat = hit.flat()
-    metadata: dict[str, Any] = {"memory_id": flat.pop("id"), **flat}
-    metadata["live_links"] = [link["id"] for link in flat["live_links"]]
+    meta = hit.metadata()
+    metadata: dict[str, Any] = {"memory_id": meta.pop("memory_id"), **meta}
+    metadata["live_links"] = meta["live_link_ids"]
     hidden = [key for key in metadata if key not in LLM_METADATA_KEYS]
     text_node = TextNode(
         id_=hit.node.id,
