@@ -34,12 +34,13 @@ from __future__ import annotations
 
 import functools
 import gc
+import inspect
 import json
 import logging
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 from pydantic import ValidationError
@@ -143,7 +144,7 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
             arguments: dict[str, Any],
             context: Context[Any, Any] | None = None,
         ) -> CallToolResult | InputRequiredResult:
-            check_arguments(name, arguments, params.get(name))
+            check_arguments(name, arguments, allowed.get(name))
             try:
                 result = await super().call_tool(name, arguments, context)
             except ToolError as exc:
@@ -186,10 +187,78 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
         log_level="WARNING",
     )
 
-    params = add_tools(server, run, lambda fn: _on_loop_when_free(fn, access))
+    tools = add_tools(server, run, lambda fn: _on_loop_when_free(fn, access))
+    allowed = {name: names for name, (names, _) in tools.items()}
+    _answer_calls_directly(server, tools)
     _add_resources(server, run, ResourceError)
     without_idle_tracing(server)
     return server
+
+
+def _answer_calls_directly(
+    server: MCPServer[Any], tools: dict[str, tuple[frozenset[str], Callable[..., Any]]]
+) -> None:
+    """Answer ``tools/call`` with Ebb's own handler, registered on the SDK's low-level server
+    (its public ``add_request_handler``), instead of the ``MCPServer`` one.
+
+    The ``MCPServer`` handler builds a request ``Context`` (a pydantic model) and goes through
+    its tool manager, the tool's ``run`` (argument resolvers, context injection) and its result
+    conversion on every call; Ebb's tools use none of these (they take no context, have no
+    resolvers and return a finished ``CallToolResult``). This handler does the same checks in
+    the same order with the same messages: Ebb's own checks (:func:`check_arguments`), the
+    arguments validated by the very model the SDK built from the tool's signature (so a string
+    holding JSON for a list is still parsed as the SDK parses it), a failed validation
+    explained in one line, any error a tool error (``isError: true``). Everything around it is
+    still the SDK's (the protocol checks, the initialisation gate, middleware, the result's
+    validation against the protocol version).
+    """
+    import anyio.to_thread
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import CallToolRequestParams, CallToolResult, TextContent
+
+    manager = server._tool_manager
+    lowlevel = server._lowlevel_server
+    if lowlevel.get_request_handler("tools/call") is None or server._extensions:
+        return  # not the handler layout this was written for: keep the SDK's
+    validators = {}
+    for name in tools:
+        registered = manager.get_tool(name)
+        if registered is None:
+            return
+        validators[name] = registered.fn_metadata.validate_arguments
+    short = {name for name, (_, fn) in tools.items() if inspect.iscoroutinefunction(fn)}
+
+    async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+        name, arguments = params.name, params.arguments or {}
+        try:
+            entry = tools.get(name)
+            if entry is None:
+                raise ToolError(f"Unknown tool: {name}")
+            allowed, fn = entry
+            check_arguments(name, arguments, allowed)
+            try:
+                kwargs = validators[name](arguments)
+            except ValidationError as exc:
+                raise ToolError(explain_invalid(name, exc)) from exc
+            if name in short:  # on the loop when the store is free (see _on_loop_when_free)
+                result = await fn(**kwargs)
+            else:  # a long tool (maintain): on a worker thread, as the SDK runs it
+                result = await anyio.to_thread.run_sync(functools.partial(fn, **kwargs))
+            return cast("CallToolResult", result)
+        except MCPError:
+            raise
+        except ToolError as exc:
+            log.info("tool %r failed: %r", name, str(exc))
+            return CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
+        except Exception:
+            log.exception("tool %r raised an unexpected exception", name)
+            return CallToolResult(
+                content=[TextContent(type="text", text=f"Error executing tool {name}")],
+                is_error=True,
+            )
+
+    lowlevel.add_request_handler("tools/call", CallToolRequestParams, call_tool)
 
 
 def without_idle_tracing(server: MCPServer[Any]) -> bool:

@@ -24,18 +24,21 @@ def add_tools(
     server: MCPServer[Any],
     run: Callable[..., Any],
     short_call: Callable[[Callable[..., Any]], Callable[..., Any]],
-) -> dict[str, frozenset[str]]:
+) -> dict[str, tuple[frozenset[str], Callable[..., Any]]]:
     """Register every catalog tool on ``server``: ``run(what, work)`` does a call's work on the
     store, ``short_call`` wraps the tools that take milliseconds (see ``_on_loop_when_free``).
-    Returns each tool's argument names (for :func:`check_arguments`)."""
+    Returns each tool's argument names (for :func:`check_arguments`) and the function
+    registered for it (a coroutine function for the short tools, a plain one otherwise)."""
     from mcp.types import ToolAnnotations
 
-    params: dict[str, frozenset[str]] = {}
+    tools: dict[str, tuple[frozenset[str], Callable[..., Any]]] = {}
     for spec in CATALOG:
-        params[spec.name] = frozenset(spec.args.model_fields)
         fn = _tool_function(spec, run, _result_maker())
+        if spec.short:
+            fn = short_call(fn)
+        tools[spec.name] = (frozenset(spec.args.model_fields), fn)
         server.add_tool(
-            short_call(fn) if spec.short else fn,
+            fn,
             name=spec.name,
             title=spec.title,
             description=spec.description,
@@ -50,7 +53,7 @@ def add_tools(
         )
         _inline_output_schema(server, spec.name)
         _skip_output_revalidation(server, spec.name)
-    return params
+    return tools
 
 
 def _result_maker() -> Callable[[dict[str, Any]], Any]:
