@@ -213,11 +213,11 @@ def _assert_text_copy_matches_kuzu(store: KuzuStore, queries: Sequence[str] = ()
     """The in-process text copy holds what Kùzu's index holds (postings, lengths, statistics:
     compared with a copy built afresh from Kùzu's tables) and scores queries as Kùzu does."""
     kept = store._text
-    store._text = None
+    store._mirror.text = None
     try:
         fresh = store._text_copy()
     finally:
-        store._text = kept
+        store._mirror.text = kept
     assert fresh is not None
     assert _postings(kept) == _postings(fresh)
     lengths = lambda ix: {i: int(n) for i, n in enumerate(ix.length.tolist()) if n}  # noqa: E731
@@ -743,7 +743,7 @@ def test_a_log_gone_by_the_retried_open_does_not_rebuild_the_text_index(
     the (slow, on a large store) text-index rebuild that a real recovery needs is not done."""
     import kuzu
 
-    from ebb_core import kuzu_store
+    from ebb_core.kuzu import module
 
     db = tmp_path / "s.kuzu"
     with Brain.open(db, backend="kuzu") as brain:
@@ -771,7 +771,7 @@ def test_a_log_gone_by_the_retried_open_does_not_rebuild_the_text_index(
         forced.append(force)
         return ensure(self, force=force)
 
-    monkeypatch.setattr(kuzu_store._kuzu, "load", HandOver)
+    monkeypatch.setattr(module, "load", HandOver)
     monkeypatch.setattr(KuzuStore, "_ensure_text_index", spy)
     with Brain.open(db, backend="kuzu") as brain:
         assert [h.id for h in brain.recall("lantern")] == ["note:a"]

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from ebb_core import Brain, FixedClock, Tier, scoring
-from ebb_core._cypher import TIER_MOVES
 from ebb_core.clock import to_us
 from ebb_core.kuzu_store import _SMALL, KuzuStore, _decode_links
+from ebb_core.neo4j.queries import TIER_MOVES
 from ebb_core.store import GraphStore, TierMove, TierMoveColumns
 
 GROUP = _SMALL + 8  # every group of moves below is past the per-row threshold

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import _kuzu
 from .errors import EbbError, NoStore, StorageError, StoreLocked
+from .kuzu import module as _kuzu
 
 _TOKEN_SPLIT = re.compile(r"[0-9!@#$%^&*()_+={}\[\]:;<>,.?~\\/|'\"`-]+")
 

@@ -1,7 +1,9 @@
 """The embedded Kùzu backend, one module per concern.
 
-* ``ebb_core.kuzu_store``: :class:`~ebb_core.kuzu_store.KuzuStore` itself (opening a store and
-  its state), which assembles the mixins below; it re-exports what other modules import.
+* ``store``: :class:`~ebb_core.kuzu.store.KuzuStore` itself (opening a store and its state),
+  which assembles the mixins below; ``ebb_core.kuzu_store`` is its import path and gives the
+  names other modules take from the backend.
+* ``module``: the one import of the Kùzu engine (``EBB_KUZU_MODULE`` picks a fork).
 * ``base``: :class:`KuzuBase`, what every mixin uses of the store (declared for the type
   checker), and read access to the mirror's copies.
 * ``engine``: opening the database, Kùzu errors as ``EbbError`` exceptions, reading results,
@@ -22,10 +24,12 @@
   lookups (``_columns_of``).
 * ``bulk``: ``bulk_load`` and ``bulk_insert``. ``audit``: the audit log. ``maintain``: the
   scoring pass, the tier reference and tier moves, recent-link lists built in bulk.
+* ``text_index``: the in-process copy of the full-text index (BM25 in numpy, Kùzu's formula),
+  held by the mirror.
 * ``vectors``: :class:`~ebb_core.kuzu.vectors.KuzuVectors`, each namespace's vectors: an
   unindexed tail searched in process up to a cap, an HNSW index past it.
 * ``queries``: the primary key (``uid``, ``SEP``), row and edge helpers, and the constants the
   modules share.
 
-Nothing is imported here, so ``ebb_core.kuzu_store`` can import these modules without a cycle.
+Nothing is imported here, so the modules import each other without a cycle.
 """

@@ -94,14 +94,6 @@ class KuzuBase(GraphStore):
     def _supersedes(self) -> dict[str, list[str]] | None:
         return self._mirror.supersedes
 
-    @_supersedes.setter
-    def _supersedes(self, value: None) -> None:  # only to drop it (bulk loads)
-        self._mirror.supersedes = value
-
     @property
     def _text(self) -> Any:
         return self._mirror.text
-
-    @_text.setter
-    def _text(self, value: None) -> None:  # only to drop it (bulk loads)
-        self._mirror.text = value

@@ -219,7 +219,7 @@ class KuzuMaintain(KuzuBase):
         warm_ratio: float,
         cold_ratio: float,
     ) -> TierMoveColumns:
-        # The rule of _cypher.TIER_MOVES, vectorised over the recall columns.
+        # The rule of neo4j.queries.TIER_MOVES, vectorised over the recall columns.
         import numpy as np
 
         from .. import scoring

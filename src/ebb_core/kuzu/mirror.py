@@ -8,7 +8,7 @@ until a write of its own changes the table. The copies (measured in ``copies``, 
 * ``rows``: :class:`_RowCache`, recently used rows with their recent-link lists;
 * ``meta``: the ``Meta`` rows read so far;
 * ``supersedes``: every ``supersedes`` edge, old uid to the uids that supersede it;
-* ``text``: the copy of the full-text index (``kuzu_text_index``), when it fits;
+* ``text``: the copy of the full-text index (``kuzu.text_index``), when it fits;
 * ``vectors``: per namespace, its vectors outside a built HNSW index (``vectors._Tail``,
   searched exactly in process up to ``in_process_cap``).
 
@@ -180,6 +180,11 @@ class Mirror:
     def supersedes_read(self, found: dict[str, list[str]]) -> None:
         if self.enabled:
             self.supersedes = found
+
+    def text_read(self, index: Any) -> None:
+        """The text copy, built from Kùzu's index tables (``kuzu.text_index``; None: too big)."""
+        if self.enabled:
+            self.text = index
 
     def vectors_read(self, namespace: str, tail: _Tail) -> None:
         if self.enabled:

@@ -139,11 +139,11 @@ class KuzuReads(KuzuBase):
             )
 
     def _text_copy(self) -> Any:
-        """The in-process copy of the full-text index (see ``kuzu_text_index``), built from
+        """The in-process copy of the full-text index (see ``kuzu.text_index``), built from
         Kùzu's index tables on first use; None when it does not fit in an eighth of the memory
         budget (or ``EBB_KUZU_TEXT_COPY=0``): Kùzu's query answers then."""
         if self._text is None and not self._text_skip:
-            from ..kuzu_text_index import load_from_kuzu
+            from .text_index import load_from_kuzu
 
             def arrow(query: str, params: Mapping[str, Any] | None = None) -> Any:
                 # one chunk: numbers and index terms (~10M postings at 1M memories, which
@@ -155,13 +155,14 @@ class KuzuReads(KuzuBase):
             self._ensure_cache()
             self._exec("CALL enable_internal_catalog=true")
             try:
-                self._mirror.text = load_from_kuzu(
+                index = load_from_kuzu(
                     arrow, "Memory", FTS_INDEX, self._budget // 8, self._cache.ns >= 0
                 )
             except RuntimeError as exc:
                 raise storage_error(exc, self._path) from None
             finally:
                 self._exec("CALL enable_internal_catalog=false")
+            self._mirror.text_read(index)
             self._text_skip = self._text is None
         return self._text
 

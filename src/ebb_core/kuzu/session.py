@@ -13,12 +13,12 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from .. import _kuzu
 from ..errors import (
     EbbError,
     StorageError,
     StoreFull,
 )
+from . import module as _kuzu
 from .base import KuzuBase
 from .engine import (
     _ABANDONED,

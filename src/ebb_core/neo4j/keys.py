@@ -6,11 +6,10 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from .._cypher import TIER_MOVES
 from ..errors import InvalidInput
 from ..model import Tier
 from ..store import TierMove
-from .queries import _TERM, IN_NS, PAGERANK_DAMPING, SPREADINGS
+from .queries import _TERM, IN_NS, PAGERANK_DAMPING, SPREADINGS, TIER_MOVES
 from .session import Neo4jSession, neo4j_errors
 
 

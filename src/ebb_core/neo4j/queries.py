@@ -65,6 +65,22 @@ _EDGE = _projection("e", _EDGE_FIELDS)
 _KINDS = "(size($kinds) = 0 OR n.kind IN $kinds)"
 # A term of a key: w · 2^((t − epoch)/h) (see ``scoring.term_key``).
 _TERM = "{w} * 2.0 ^ (toFloat({t} - $epoch) / $h)"
+# The decay of something last reinforced at {t}, at $now: 2^(−age/h), a negative age (clock
+# skew) counted as zero (see ``scoring.decay``).
+_DECAY = "2.0 ^ (-toFloat(CASE WHEN {t} < $now THEN $now - {t} ELSE 0 END) / $h)"
+
+#: Nodes whose tier differs from what ``key / $mx`` says (see ``GraphStore.tier_moves``):
+#: pinned belong in hot, frozen never leave frozen here, otherwise ``scoring.tier_for``'s cuts.
+#: (Kùzu runs the same rule in numpy, ``scoring.tiers_for``; the store contract suite,
+#: :mod:`ebb_core.testing`, holds the backends to the same moves.)
+#: Parameters: ``$ns, $mx, $hot, $warm, $cold``. Returns ``id, tier, t, r`` by id.
+TIER_MOVES = (
+    "MATCH (n:Memory) WHERE n.ns = $ns AND n.tier < 4 "
+    "WITH n, CASE WHEN $mx <= 0.0 THEN 1.0 ELSE n.key / $mx END AS r "
+    "WITH n, r, CASE WHEN n.pinned OR r >= $hot THEN 1 WHEN r >= $warm THEN 2 "
+    "WHEN r >= $cold THEN 3 ELSE 4 END AS t "
+    "WHERE t <> n.tier RETURN n.id AS id, n.tier AS tier, t, r ORDER BY n.id"
+)
 
 _LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
 

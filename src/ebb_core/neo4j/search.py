@@ -8,7 +8,7 @@ from typing import Any
 from ..model import Node, Tier
 from ..records import node_from_row
 from ..store import SUPERSEDES, Incident, Link, Match
-from .queries import _EDGE, _KINDS, _NODE, _OTHER, TEXT_INDEX, _to_edge, lucene_query
+from .queries import _DECAY, _EDGE, _KINDS, _NODE, _OTHER, TEXT_INDEX, _to_edge, lucene_query
 from .session import Neo4jSession
 
 
@@ -31,8 +31,7 @@ class Neo4jSearch(Neo4jSession):
             # stale edges never cost a node read. scoring.decay: a link reinforced after $now
             # (clock skew) counts as reinforced at $now.
             "UNWIND $ids AS i MATCH (s:Memory {ns: $ns, id: i})-[e:LINK]-(m) "
-            "WITH s, m, e, e.weight * 2.0 ^ (-toFloat(CASE WHEN e.reinforced_us < $now "
-            "THEN $now - e.reinforced_us ELSE 0 END) / $h) AS dw "
+            f"WITH s, m, e, e.weight * {_DECAY.format(t='e.reinforced_us')} AS dw "
             "WHERE dw >= $min WITH s, m, e, dw WHERE m.tier < 4 "
             "RETURN s.id AS s, m.id AS m, e.kind AS kind, startNode(e) = s AS out, "
             "e.weight AS w, e.reinforced_us AS t ORDER BY dw DESC, m, s, kind LIMIT $lim",

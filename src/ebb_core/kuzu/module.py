@@ -10,7 +10,7 @@ import importlib
 import os
 from types import ModuleType
 
-from .errors import BackendUnavailable
+from ..errors import BackendUnavailable
 
 MODULE_NAME = os.environ.get("EBB_KUZU_MODULE", "kuzu")
 
