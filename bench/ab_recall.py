@@ -20,6 +20,12 @@ candidates) and, without ``--other-src``, makes B this checkout on text alone: t
 vectors at that size, measured under the same load. Both then also take turns at ``remember``
 (a memory linked to two recent hits, in batches as the recalls). Recall and remember times
 exclude the embedder's own time (the query's or the new text's embedding, measured apart).
+
+The default queries (``--queries rare``) are those of ``bench_core``'s recall: 1-3 rarer words,
+which a text-only recall answers with about one hit while a vector recall always ranks its
+vector candidates and explains ten. ``--queries common`` (2-3 common words, as ``bench_core``'s
+common-word recall) fills k on both sides, so both do like work; ``mean_hits`` says how many
+each side returned.
 """
 
 from __future__ import annotations
@@ -37,22 +43,34 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 
 
-def worker(data: Path, ops: int, embedder: str = "", second_hop: float | None = None) -> None:
+def worker(
+    data: Path,
+    ops: int,
+    embedder: str = "",
+    second_hop: float | None = None,
+    common: bool = False,
+    fake_import: bool = False,
+) -> None:
     """Build the store, then answer "run LO HI" lines with the recall times in ms and "mem LO
-    HI" lines with remember times (JSON), the embedder's own time taken out of both."""
+    HI" lines with remember times (JSON: the times and the hits returned), the embedder's own
+    time taken out of both. ``common``: :func:`synth.common_queries` instead of the rare-word
+    :func:`synth.queries`. ``fake_import``: the import's vectors come from the deterministic
+    fake embedder (under the model's name and dimension), the recalls' and remembers' from
+    ``embedder``."""
     sys.path.insert(0, str(HERE))
     import synth
     from ebb_core import Brain, FixedClock
     from ebb_core.backends import open_store
 
     clock = FixedClock(synth.NOW)
-    timed = None
+    timed = switch = None
     if embedder:  # imported only then: an older checkout may have no embeddings at all
         from bench_core import TimedEmbedder
         from ebb_core.embeddings import resolve
 
         inner = resolve(embedder)
-        timed = TimedEmbedder(inner) if inner is not None else None
+        switch = _Switch(inner, fake_import) if inner is not None else None
+        timed = TimedEmbedder(switch) if switch is not None else None
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store("kuzu", Path(tmp) / "ab.kuzu")
         # an Ebb without embedders (an older checkout) takes no such argument
@@ -65,14 +83,16 @@ def worker(data: Path, ops: int, embedder: str = "", second_hop: float | None = 
         brain.import_(data, namespace="ab")
         clock.advance(hours=1)
         brain.maintain()
-        qs = synth.queries(ops)
+        if switch is not None:
+            switch.current = switch.real  # from now on the model itself
+        qs = synth.common_queries(ops) if common else synth.queries(ops)
         for q in qs[:10]:
             brain.recall(q, k=10, reinforce=False)
         live: list[str] = []
         print(json.dumps({"ready": True}), flush=True)
         for line in sys.stdin:
             what, lo, hi = line.split()
-            times = []
+            times, hits_seen = [], 0
             for i in range(int(lo), int(hi)):
                 clock.advance(seconds=30)
                 if timed is not None:
@@ -82,6 +102,7 @@ def worker(data: Path, ops: int, embedder: str = "", second_hop: float | None = 
                     hits = brain.recall(qs[i], k=10)
                     took = time.perf_counter() - t0
                     took -= getattr(brain, "last_query_embed_s", 0.0)
+                    hits_seen += len(hits)
                     live.extend(h.id for h in hits[:2])
                 else:
                     live = list(dict.fromkeys(live))[-50:] or [n.id for n in brain.top(10)]
@@ -91,8 +112,27 @@ def worker(data: Path, ops: int, embedder: str = "", second_hop: float | None = 
                     brain.remember(text, kind="note", links=links)
                     took = time.perf_counter() - t0 - (timed.last if timed is not None else 0.0)
                 times.append(took * 1000)
-            print(json.dumps(times), flush=True)
+            print(json.dumps({"times": times, "hits": hits_seen}), flush=True)
         brain.close()
+
+
+class _Switch:
+    """``real`` (an embedder), or until ``current`` is set to it, the FAKE hashing embedder
+    under ``real``'s name and dimension: a store imported with cheap vectors, recalled and
+    written with the model (its forward pass, threads and all, runs beside the store's work)."""
+
+    def __init__(self, real: Any, fake_first: bool) -> None:
+        from ebb_core.embeddings import FakeEmbedder
+
+        self.real, self.name = real, real.name
+        probe = real.embed_query("probe") if fake_first else None
+        self.current = FakeEmbedder(len(probe), name=real.name) if fake_first else real
+
+    def embed_documents(self, texts: Any) -> Any:
+        return self.current.embed_documents(texts)
+
+    def embed_query(self, text: str) -> Any:
+        return self.current.embed_query(text)
 
 
 def pct(values: list[float], p: float) -> float:
@@ -110,11 +150,32 @@ def main() -> None:
     ap.add_argument("--embedder", default="", help="A's embedder (fake:384, minilm...)")
     ap.add_argument("--second-hop", type=float, help="A's Config.spread_second_hop (0: off)")
     ap.add_argument("--data", help="the graph to import (default: written by bench/synth.py)")
+    ap.add_argument(
+        "--queries",
+        choices=["rare", "common"],
+        default="rare",
+        help="rare: 1-3 rarer words (a text-only recall finds ~1 hit; the default);\n"
+        "common: 2-3 common words (both sides fill k=10: like work on both sides)",
+    )
+    ap.add_argument(
+        "--import-vectors",
+        choices=["model", "fake"],
+        default="model",
+        help="fake: A's import takes the FAKE hashing embedder's vectors (MiniLM embeds\n"
+        "~25 texts/s here: 100k would take an hour); recalls and remembers use --embedder",
+    )
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        worker(Path(args.worker), args.ops, args.embedder, args.second_hop)
+        worker(
+            Path(args.worker),
+            args.ops,
+            args.embedder,
+            args.second_hop,
+            args.queries == "common",
+            args.import_vectors == "fake",
+        )
         return
     if not args.other_src and not args.embedder:
         raise SystemExit("--other-src (another version) or --embedder (vectors) is required")
@@ -136,6 +197,7 @@ def main() -> None:
             cmd = [sys.executable, __file__, "--worker", str(data), "--ops", str(args.ops)]
             if name == a_name and args.second_hop is not None:
                 cmd += ["--second-hop", str(args.second_hop)]
+            cmd += ["--queries", args.queries, "--import-vectors", args.import_vectors]
             procs[name] = subprocess.Popen(
                 [*cmd, *(["--embedder", emb] if emb else [])],
                 stdin=subprocess.PIPE,
@@ -146,6 +208,7 @@ def main() -> None:
             json.loads(procs[name].stdout.readline())  # ready (built one after the other)
         times: dict[str, list[float]] = {name: [] for name in procs}
         writes: dict[str, list[float]] = {name: [] for name in procs}
+        hits: dict[str, int] = dict.fromkeys(procs, 0)
         steps = [("run", times)] + ([("mem", writes)] if args.embedder else [])
         for what, into in steps:
             for lo in range(0, args.ops, args.batch):
@@ -154,12 +217,18 @@ def main() -> None:
                     p = procs[name]
                     p.stdin.write(f"{what} {lo} {min(lo + args.batch, args.ops)}\n")
                     p.stdin.flush()
-                    into[name] += json.loads(p.stdout.readline())
+                    got = json.loads(p.stdout.readline())
+                    into[name] += got["times"]
+                    hits[name] += got["hits"]
         for p in procs.values():
             p.stdin.close()
             p.wait()
     out: dict[str, Any] = {
-        name: {"p50_ms": round(pct(t, 50), 2), "p95_ms": round(pct(t, 95), 2)}
+        name: {
+            "p50_ms": round(pct(t, 50), 2),
+            "p95_ms": round(pct(t, 95), 2),
+            "mean_hits": round(hits[name] / max(1, len(t)), 1),
+        }
         for name, t in times.items()
     }
     for name, t in writes.items():

@@ -17,6 +17,7 @@ import pytest
 
 from ebb_core import Brain, FixedClock
 from ebb_core.embeddings import FakeEmbedder
+from ebb_core.errors import EbbError
 from ebb_core.kuzu_store import KuzuStore
 from ebb_core.model import Tier
 
@@ -358,7 +359,7 @@ def test_recall_through_the_shortlist_finds_a_memory_by_its_own_text(
     brain.close()
 
 
-def test_remembering_a_new_memory_inserts_its_vector_with_no_delete_first(
+def test_remembering_a_new_memory_writes_it_and_its_vector_in_one_statement(
     tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     brain = _brain(tmp_path / "new.kuzu", clock)
@@ -366,17 +367,31 @@ def test_remembering_a_new_memory_inserts_its_vector_with_no_delete_first(
     assert isinstance(store, KuzuStore)
     _fill(brain, 3)
     sent: list[str] = []
-    real_q = store._q
+    solo: list[str] = []
+    real_q, real_exec = store._q_locked, store._exec
 
-    def q(query: str, params: object = None) -> list[list[object]]:
+    def q(query: str, params: object, **kw: bool) -> list[list[object]]:
         sent.append(query)
-        return real_q(query, params)  # type: ignore[arg-type]
+        if kw.get("solo"):
+            solo.append(query)
+        return real_q(query, params, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(store, "_q", q)
+    def exec_(query: str) -> None:
+        sent.append(query)
+        real_exec(query)
+
+    monkeypatch.setattr(store, "_q_locked", q)
+    monkeypatch.setattr(store, "_exec", exec_)
     brain.remember("a first thought on zeppelins", id="n:new")
-    brain.remember("a second thought on dirigibles")  # a generated id
+    brain.remember("a second thought on dirigibles", links=["n:1"])  # a generated id
     vector_deletes = [s for s in sent if "MemoryVector" in s and "DELETE" in s]
-    assert vector_deletes == [] and any("MemoryVectorTail_" in s for s in sent)
+    assert vector_deletes == []
+    # each memory, its links and its vector: one statement; with nothing else to write in its
+    # transaction, auto-committed (no BEGIN, no COMMIT), as a text-only remember's
+    writes = [s for s in sent if "MemoryVectorTail_" in s]
+    assert len(writes) == 2 and all(":Memory {" in s for s in writes)
+    assert "(x0)" in writes[1]  # the link, in the same statement
+    assert writes[0] in solo and "BEGIN TRANSACTION" not in sent[: sent.index(writes[0])]
     assert store.vector_count("t") == 5
     top = store.vector_matches("t", FakeEmbedder(DIM).embed_query("zeppelins"), 1, Tier.COLD)
     assert top[0][0].id == "n:new"
@@ -386,4 +401,30 @@ def test_remembering_a_new_memory_inserts_its_vector_with_no_delete_first(
     assert store.vector_count("t") == 5
     top = store.vector_matches("t", FakeEmbedder(DIM).embed_query("airships"), 1, Tier.COLD)
     assert top[0][0].id == "n:new" and top[0][1] > 0.5
+    brain.close()
+
+
+def test_vectors_dropped_between_prepare_and_the_write_refuse_the_memory(
+    tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``embed --rebuild`` dropping the vector tables after ``remember`` made them ready and
+    before its transaction: a clear error, and neither the memory nor a vector is stored."""
+    brain = _brain(tmp_path / "race.kuzu", clock)
+    store = brain.store
+    assert isinstance(store, KuzuStore)
+    _fill(brain, 3)
+    real_prepare = store.prepare_vectors
+
+    def prepare_then_drop(namespace: str, dim: int) -> None:
+        real_prepare(namespace, dim)
+        store.drop_vectors()
+
+    monkeypatch.setattr(store, "prepare_vectors", prepare_then_drop)
+    with pytest.raises(EbbError, match="write it again"):
+        brain.remember("lost in the race", id="n:race", links=["n:1"])
+    assert not store.existing_ids("t", ["n:race"])
+    assert store.vector_count("t") == 0
+    monkeypatch.undo()
+    brain.remember("written again", id="n:race", links=["n:1"])
+    assert store.vector_count("t") == 1
     brain.close()

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
+from typing import Any
 
 from .grouping_base import (
     DEFAULT_DELAY,
@@ -96,6 +97,7 @@ class GroupedStore(GroupedReads):
         changes: Mapping[str, Adjustment] | None = None,
         new_edges: Sequence[Edge] = (),
         final: bool = False,
+        vectors: Any = None,
     ) -> None:
         """The event, with what is held for ``namespace`` taken into its ``changes`` when that
         is all that is held, it concerns other memories than the event's own changes (so each
@@ -120,6 +122,7 @@ class GroupedStore(GroupedReads):
                         changes=changes,
                         new_edges=new_edges,
                         final=final,
+                        vectors=vectors,
                     )
                 return
             del self._held[namespace]
@@ -133,6 +136,7 @@ class GroupedStore(GroupedReads):
                     changes={**held, **event},
                     new_edges=new_edges,
                     final=final,
+                    vectors=vectors,
                 )
 
     delete_nodes = Forward(GraphStore.delete_nodes, before="write")

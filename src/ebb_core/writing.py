@@ -100,9 +100,12 @@ class WriteMixin(BrainBase):
             )
             audits += [_superseded(old, linked[old].tier, id, actor) for old in old_ids]
             self._audit(audits)
-            last = vec is None and not stale  # else the vector is written after the memory
-            node = self._write_version(node, existing, linked, when, new_edges, changed, last)
-            self._write_vector(node.id, vec, stale, new=existing is None)
+            # a new memory's vector goes with it (one statement on Kùzu); an existing one's
+            # replaces or drops the old vector after it
+            last = existing is None or (vec is None and not stale)
+            node = self._write_version(node, existing, linked, when, new_edges, changed, last, vec)
+            if existing is not None:
+                self._write_vector(node.id, vec, stale)
         return node
 
     def _memory_id(
@@ -201,9 +204,11 @@ class WriteMixin(BrainBase):
         new_edges: list[Edge],
         changed: list[tuple[Edge, Edge]],
         last: bool = True,
+        vec: Any = None,
     ) -> Node:
         """Write ``remember``'s memory (read at ``when``) and its edges with every key kept in
-        step; returns the memory as stored. ``last``: nothing follows in the transaction."""
+        step; returns the memory as stored. ``last``: nothing follows in the transaction.
+        ``vec``: a new memory's vector, written in the same event."""
         id = node.id
         before = {id: node, **linked}
         changes = self._plan(before, read={id: to_us(when)}, new_edges=new_edges, changed=changed)
@@ -215,7 +220,12 @@ class WriteMixin(BrainBase):
             # Last step (but for its vector): a new memory is hot, so there is nothing to
             # promote after it.
             self._s.store.write_event(
-                self._ns, new_nodes=[node], changes=changes, new_edges=new_edges, final=last
+                self._ns,
+                new_nodes=[node],
+                changes=changes,
+                new_edges=new_edges,
+                final=last,
+                vectors=vec,
             )
             return node
         self._s.store.adjust(self._ns, changes)
@@ -236,12 +246,12 @@ class WriteMixin(BrainBase):
         self._promote({id: node}, keys)
         return self._s.store.get_nodes(self._ns, [id])[id]
 
-    def _write_vector(self, id: str, vec: Any, stale: bool, *, new: bool) -> None:
-        """Store ``remember``'s vector for ``id`` (or, when ``stale``, drop the old one), in
-        its transaction (the tables are made beforehand: ``prepare_vectors``)."""
+    def _write_vector(self, id: str, vec: Any, stale: bool) -> None:
+        """Replace an existing memory's vector with ``remember``'s for ``id`` (or, when
+        ``stale``, drop the old one), in its transaction (the tables are made beforehand:
+        ``prepare_vectors``). A new memory's vector goes with its write event instead."""
         if vec is not None:
-            # a new memory has no vector to replace: no lookup and delete before the insert
-            self._s.store.put_vectors(self._ns, [id], vec, new=new)
+            self._s.store.put_vectors(self._ns, [id], vec)
         elif stale:
             self._s.store.delete_vectors(self._ns, [id])
 

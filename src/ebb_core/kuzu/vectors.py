@@ -384,6 +384,30 @@ class KuzuVectors:
             # written through (a uid already there is replaced); a rollback drops the copy
             self._mirror.apply(VectorsWritten(namespace, uids, mat))
 
+    def _vector_creates(
+        self, namespace: str, uids: Sequence[str], vectors: Any, params: dict[str, Any]
+    ) -> tuple[list[str], Any]:
+        """``CREATE`` items putting new memories' vectors (rows of ``vectors``, for ``uids``)
+        into the namespace's tail, for :meth:`write_event` to fold into its one statement (the
+        parameters added to ``params``), and the float32 matrix for the in-process copy.
+        The tail must exist (``prepare_vectors``): one dropped since (``embed --rebuild``
+        between the two) is refused with a clear error, nothing written."""
+        import numpy as np
+
+        mat = np.asarray(vectors, dtype=np.float32).reshape(len(uids), -1)
+        _, _, tail = _names(namespace)
+        if tail not in self._tables() or self._vec_dim != int(mat.shape[1]):
+            raise EbbError(
+                "the store's vectors were dropped or changed while this memory was written "
+                "(`ebb embed --rebuild`?); nothing was stored: write it again"
+            )
+        items = []
+        params["vns"] = namespace
+        for k, (u, row) in enumerate(zip(uids, mat, strict=True)):
+            items.append(f"(:{tail} {{uid: $v{k}_u, ns: $vns, vec: $v{k}_v}})")
+            params[f"v{k}_u"], params[f"v{k}_v"] = u, row.tolist()
+        return items, mat
+
     def _delete_uids(self, table: str, uids: Sequence[str]) -> None:
         if len(uids) <= 32:
             for u in uids:

@@ -23,7 +23,7 @@ from .base import KuzuBase
 from .engine import (
     DuplicateKey,
 )
-from .mirror import Adjusted, Deleted, FieldsSet, LinksSet, NodesWritten
+from .mirror import Adjusted, Deleted, FieldsSet, LinksSet, NodesWritten, VectorsWritten
 from .queries import (
     _SMALL,
     _edge_params,
@@ -206,10 +206,13 @@ class KuzuWrites(KuzuBase):
         changes: Mapping[str, Adjustment] | None = None,
         new_edges: Sequence[Edge] = (),
         final: bool = False,
+        vectors: Any = None,
     ) -> None:
         # One statement: MATCH the existing memories by primary key, CREATE the new ones, SET
-        # their changes and recent-link lists, CREATE the edges. Each statement costs Kùzu
-        # ~0.5-1 ms whatever it does, and a remember with two links used to take eight.
+        # their changes and recent-link lists, CREATE the edges and the new memories' vectors.
+        # Each statement costs Kùzu ~0.5-1 ms whatever it does, and a remember with two links
+        # used to take eight; with its vector in the same statement, a final event needs no
+        # transaction of its own either (no BEGIN, no COMMIT).
         self._edges_written(new_edges)
         changes = dict(changes or {})
         for adj in changes.values():
@@ -219,21 +222,33 @@ class KuzuWrites(KuzuBase):
         if any(a.push_delta for a in changes.values()):
             # eager spreading pushes along the edges that exist before this event
             super().write_event(
-                namespace, new_nodes=new_nodes, changes=changes, new_edges=new_edges, final=final
+                namespace,
+                new_nodes=new_nodes,
+                changes=changes,
+                new_edges=new_edges,
+                final=final,
+                vectors=vectors,
             )
             return
         with self._creating(new_nodes), self._lock:
             new_uids = {uid(n.namespace, n.id): n for n in new_nodes}
             lists = self._merged_links(new_edges, new_uids)
+            creates: list[str] = []
+            vparams: dict[str, Any] = {}
+            mat = None
+            if vectors is not None and new_uids:  # checked before the mirror takes anything
+                creates, mat = self._vector_creates(namespace, list(new_uids), vectors, vparams)
             query, params = self._event_statement(
-                namespace, new_nodes, new_uids, changes, new_edges, lists
+                namespace, new_nodes, new_uids, changes, new_edges, lists, creates
             )
-            rows = self._send_event(query, params, final)
+            rows = self._send_event(query, {**params, **vparams}, final)
             if len(rows) != 1:  # the Brain checked every memory exists; this is a guard
                 raise NotFound(f"a memory this change needs is missing from {namespace!r}")
             offsets = [int(o) for o in rows[0][: len(new_uids)]]
             self._mirror.apply(NodesWritten(list(new_uids.values()), offsets, fresh=True))
             self._mirror.apply(LinksSet(lists))
+            if mat is not None:  # a rollback drops the copy
+                self._mirror.apply(VectorsWritten(namespace, list(new_uids), mat))
 
     def _event_statement(
         self,
@@ -243,9 +258,11 @@ class KuzuWrites(KuzuBase):
         changes: Mapping[str, Adjustment],
         new_edges: Sequence[Edge],
         lists: Mapping[str, str],
+        creates: Sequence[str] = (),
     ) -> tuple[str, dict[str, Any]]:
         """The one statement of a write event and its parameters (the mirror takes
-        ``changes`` as it is built: see :func:`_change_sets`)."""
+        ``changes`` as it is built: see :func:`_change_sets`); ``creates``: more ``CREATE``
+        items (the new memories' vectors)."""
         params: dict[str, Any] = {}
         parts: list[str] = []
         var: dict[str, str] = {}
@@ -292,6 +309,8 @@ class KuzuWrites(KuzuBase):
                 )
                 params.update({f"e{k}_{x}": ep[x] for x in ("kind", "w", "c", "r", "p")})
             parts.append("CREATE " + ", ".join(links))
+        if creates:
+            parts.append("CREATE " + ", ".join(creates))
         offsets = [f"offset(id({var[u]}))" for u in new_uids]
         parts.append("RETURN " + ", ".join(offsets or ["1"]))
         return " ".join(parts), params

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model import AuditEntry, Edge, Node
 from .reads import IndexedReads
@@ -20,6 +20,12 @@ from .values import Adjustment, refuse_existing
 class FastWrites(IndexedReads):
     """Writes a backend folds into fewer statements (capability ``"writes"``); the defaults
     may use the indexed reads."""
+
+    if TYPE_CHECKING:  # VectorStore's, beside it in GraphStore
+
+        def put_vectors(
+            self, namespace: str, ids: Sequence[str], vectors: Any, *, new: bool = False
+        ) -> None: ...
 
     def bulk_load(self, rows: int) -> AbstractContextManager[None]:
         """Wrap a large import of ``rows`` nodes (outside any transaction).
@@ -93,13 +99,16 @@ class FastWrites(IndexedReads):
         changes: Mapping[str, Adjustment] | None = None,
         new_edges: Sequence[Edge] = (),
         final: bool = False,
+        vectors: Any = None,
     ) -> None:
         """One event's writes, atomically: create ``new_nodes`` (their scores already final),
         apply ``changes`` to existing nodes (as :meth:`adjust`, before the new edges exist),
-        then create ``new_edges`` (known not to exist yet).
+        then create ``new_edges`` (known not to exist yet), and store ``vectors`` (one unit
+        vector per new node, in their order; the tables made beforehand by
+        :meth:`prepare_vectors`) as :meth:`put_vectors` with ``new=True`` would.
 
         ``final`` promises that the enclosing transaction reads and writes nothing after this
-        call, so a backend may commit these writes on their own. The default runs the three
+        call, so a backend may commit these writes on their own. The default runs the four
         steps; a backend may fold them into fewer statements.
         """
         with self.transaction():
@@ -109,6 +118,8 @@ class FastWrites(IndexedReads):
                 self.adjust(namespace, changes)
             if new_edges:
                 self.insert_edges(new_edges)
+            if vectors is not None and new_nodes:
+                self.put_vectors(namespace, [n.id for n in new_nodes], vectors, new=True)
 
     def bulk_insert(
         self, nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]
