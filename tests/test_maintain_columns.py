@@ -16,6 +16,8 @@ import pytest
 
 from ebb_core import Brain, FixedClock, Tier, scoring
 from ebb_core.clock import to_us
+from ebb_core.errors import StorageError
+from ebb_core.kuzu.engine import DEFAULT_MEMORY_BUDGET
 from ebb_core.kuzu_store import _SMALL, KuzuStore, _decode_links
 from ebb_core.neo4j.queries import TIER_MOVES
 from ebb_core.store import GraphStore, TierMove, TierMoveColumns
@@ -128,7 +130,10 @@ def test_kuzu_column_path_equals_the_per_row_path(
     states = []
     for name, cls in (("columns", KuzuStore), ("rows", _RowPathKuzu)):
         clock_here = FixedClock(clock.now())
-        brain = Brain(cls(str(tmp_path / name)), namespace="test", clock=clock_here)
+        store = cls(str(tmp_path / name))
+        if writes != "whole":  # transactions of 37 moves (past _SMALL: the column path)
+            store.tier_moves_per_transaction = _SMALL + 5
+        brain = Brain(store, namespace="test", clock=clock_here)
         try:
             _scenario(brain, clock_here)
             first = brain.maintain()
@@ -150,6 +155,88 @@ def test_kuzu_column_path_equals_the_per_row_path(
     assert state == rows[3]
     by_maintain = [a for a in state[1] if a[6] == "maintain"]
     assert len(by_maintain) == sum(first.moved.values()) + sum(again.moved.values())
+
+
+def test_kuzu_commits_moves_in_batches_its_buffer_pool_holds(tmp_path: Path) -> None:
+    """A move's audit row waits in Kùzu's buffer pool until its transaction commits, so the
+    moves per transaction follow the memory budget (a first maintain of 82k moves failed with
+    "the buffer pool is full" at a 128 MiB budget when it was one transaction)."""
+    tiny = KuzuStore(str(tmp_path / "tiny"), memory_budget=1 << 12)  # the 32 MiB minimum pool
+    roomy = KuzuStore(str(tmp_path / "default"), memory_budget=DEFAULT_MEMORY_BUDGET)
+    try:
+        assert tiny.tier_moves_per_transaction == 4_096
+        assert roomy.tier_moves_per_transaction == 196_608
+    finally:
+        tiny.close()
+        roomy.close()
+
+
+def test_kuzu_maintain_in_batches_equals_one_transaction(tmp_path: Path, clock: FixedClock) -> None:
+    """Moves committed 37 at a time (each batch with its audit entries): the same tiers,
+    review reasons, report and audit log as every move in one transaction."""
+    runs = []
+    for name, per_tx in (("batched", _SMALL + 5), ("whole", None)):
+        here = FixedClock(clock.now())
+        store = KuzuStore(str(tmp_path / name))
+        store.tier_moves_per_transaction = per_tx
+        brain = Brain(store, namespace="test", clock=here)
+        try:
+            _scenario(brain, here)
+            report = brain.maintain()
+            runs.append((report.model_dump(), _state(brain)))
+        finally:
+            brain.close()
+    (report, state), whole = runs
+    assert sum(report["moved"].values()) > 3 * (_SMALL + 5)  # several batches
+    assert (report, state) == whole
+
+
+def _batched(path: Path, clock: FixedClock) -> Brain:
+    """The scenario on a Kùzu store that commits 37 moves per transaction."""
+    here = FixedClock(clock.now())
+    store = KuzuStore(str(path))
+    store.tier_moves_per_transaction = _SMALL + 5
+    brain = Brain(store, namespace="test", clock=here)
+    _scenario(brain, here)
+    return brain
+
+
+def test_a_kuzu_maintain_cut_short_between_batches_leaves_whole_moves(
+    tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The third batch fails after its moves were written (its audit rows never are): the two
+    committed batches stay moved and audited, the third rolls back whole, and the next
+    maintain ends where an uninterrupted one does."""
+    with _batched(tmp_path / "whole", clock) as whole:
+        whole.maintain()
+        want = _state(whole)[0]
+    brain = _batched(tmp_path / "cut", clock)
+    try:
+        before = {n[0]: n[1] for n in _state(brain)[0]}
+        real, calls = brain.store.append_audit_columns, []
+
+        def failing(*args: Any) -> None:
+            calls.append(1)
+            if len(calls) == 3:
+                raise StorageError("the disk went away (test)")
+            real(*args)
+
+        monkeypatch.setattr(brain.store, "append_audit_columns", failing)
+        with pytest.raises(StorageError, match="went away"):
+            brain.maintain()
+        monkeypatch.undo()
+        nodes, audit = _state(brain)
+        moved = {a[3]: a for a in audit if a[6] == "maintain"}
+        assert len(moved) == 2 * (_SMALL + 5)  # two whole batches
+        for i, tier, *_ in nodes:
+            if i in moved:
+                assert (moved[i][4], moved[i][5]) == (before[i], tier)
+            else:
+                assert tier == before[i], i
+        brain.maintain()
+        assert _state(brain)[0] == want
+    finally:
+        brain.close()
 
 
 def test_kuzu_rescore_reads_no_text_and_stores_what_the_row_path_gives(

@@ -17,8 +17,26 @@ from ..errors import InvalidInput
 from ..model import Tier
 from ..store import TierMove, TierMoveColumns
 from .base import KuzuBase
+from .engine import _buffer_pool
 from .mirror import KeysSet
 from .queries import _SMALL, LINK_SEP, RECENT_LINKS, SEP, _release_arrow_memory
+
+_AUDIT_ROW_POOL = 1 << 10
+"""Bytes of Kùzu's buffer pool one tier move takes until its transaction commits: its audit
+row, written with ``LOAD FROM ... CREATE`` (rollback-safe, see ``KuzuSession._copy``), waits in
+the transaction's local storage, which Kùzu 0.11.3 keeps in the buffer pool (measured on raw
+Kùzu: 800k audit rows need more than a 256 MiB pool; a first maintain of 82k moves failed
+with the pool of a 128 MiB budget and passed with that of 192 MiB)."""
+
+
+def moves_per_transaction(budget: int) -> int:
+    """Tier moves ``maintain`` commits per transaction on a Kùzu store with this memory budget:
+    as many as fit their audit rows in an eighth of the buffer pool (~196k at the default
+    2.5 GiB), so a first maintain that moves most of a million memories neither fails with a
+    small budget ("the buffer pool is full") nor fills the pool with its audit rows at the
+    default (which raised the 1M benchmark's peak RSS by ~0.7 GB). Each batch's moves and their
+    audit entries commit together (see ``ScoringStore.tier_moves_per_transaction``)."""
+    return max(1_000, _buffer_pool(budget) // 8 // _AUDIT_ROW_POOL)
 
 
 class KuzuMaintain(KuzuBase):

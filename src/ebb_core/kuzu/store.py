@@ -35,7 +35,7 @@ from .engine import (
     storage_error,
 )
 from .links import KuzuLinks
-from .maintain import KuzuMaintain
+from .maintain import KuzuMaintain, moves_per_transaction
 from .meta import KuzuMeta
 from .mirror import Mirror
 from .reads import KuzuReads
@@ -98,6 +98,7 @@ class KuzuStore(
         kuzu = _kuzu.load()
         recovering = self._leftover_log(read_only)
         self._budget = memory_budget_from_env() if memory_budget is None else int(memory_budget)
+        self.tier_moves_per_transaction = moves_per_transaction(self._budget)
         recovering = self._open_engine(kuzu, read_only, recovering)
         if mirror is None:  # EBB_KUZU_MIRROR=0: no in-process copy kept (see kuzu.mirror)
             mirror = os.environ.get("EBB_KUZU_MIRROR", "1").strip().lower() not in _OFF

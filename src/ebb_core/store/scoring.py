@@ -21,8 +21,9 @@ class ServerScoring(FastWrites):
     indexed reads and the fast writes."""
 
     #: How many tier moves (with their audit entries) ``Brain.maintain`` commits per
-    #: transaction; ``None`` (the default) writes them all in one. A server backend with a
-    #: per-transaction memory limit sets it, so a first ``maintain`` over a million memories
+    #: transaction; ``None`` (the default) writes them all in one. A backend with a
+    #: per-transaction memory limit (a server's; Kùzu's buffer pool, which holds a
+    #: transaction's new rows) sets it, so a first ``maintain`` over a million memories
     #: commits in bounded batches: each memory's move and its audit entry share a
     #: transaction, so a run cut short leaves each memory moved and audited or untouched,
     #: and the next ``maintain`` finishes the job.
