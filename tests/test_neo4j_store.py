@@ -721,3 +721,43 @@ def test_the_tier_reference_walks_the_key_index_in_order(neo4j_uri: str, clock: 
         assert "NodeIndexSeek" in ops and "Top" not in ops and "Sort" not in ops, ops
     finally:
         store.close()
+
+
+def test_recall_read_ahead_answers_as_the_plain_queries_in_fewer_round_trips(
+    neo: Neo4jStore, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recall fetches its candidates' links, nodes and replacements with the text matches
+    (prepare_recall); the hits and every part of their `why` are those the plain queries give
+    (spreading over two hops, a replacement, a hub), in at most 3 reads instead of 8."""
+    brain = Brain(neo, namespace="ahead", clock=clock)
+    _workload(brain, clock)
+    brain.remember("roses replaced by tulips in the garden", id="note:new", links=["note:g4"])
+    brain.connect("note:new", "note:g4", kind="supersedes")
+    live = [0, 1, 3, 4, 5, 6, 7, 8, 10, 11]  # g2 and g9 are gone
+    for i in range(30):  # memories reached only by spreading (no shared word)
+        brain.remember(f"unrelated text {i}", id=f"note:u{i}", links=[f"note:g{live[i % 10]}"])
+    brain.maintain()
+    reads: list[str] = []
+    plain_read = Neo4jStore._read
+
+    def counted(self: Neo4jStore, query: str, params: Any = None) -> list[Any]:
+        reads.append(query)
+        return plain_read(self, query, params)
+
+    monkeypatch.setattr(Neo4jStore, "_read", counted)
+
+    def hits(query: str) -> list[dict[str, Any]]:
+        return [h.model_dump() for h in brain.recall(query, k=10, reinforce=False)]
+
+    queries = ["garden roses", "hub notes", "tulips", "note 7 roses", "nothing matches zz"]
+    ahead = {}
+    for q in queries:
+        reads.clear()
+        ahead[q] = hits(q)
+        assert len(reads) <= 3, (q, len(reads))
+    monkeypatch.setattr(Neo4jStore, "prepare_recall", lambda *a, **k: None)
+    for q in queries:
+        reads.clear()
+        assert hits(q) == ahead[q], q
+    assert any(len(ahead[q]) == 10 for q in queries)
+    assert any(h["why"]["spread_from"] for q in queries for h in ahead[q])

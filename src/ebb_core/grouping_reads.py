@@ -119,6 +119,7 @@ class GroupedReads(GroupedBase):
     get_edge = Forward(GraphStore.get_edge)
     strongest_links = Forward(GraphStore.strongest_links)  # links: reinforcement holds none
     superseded_by = Forward(GraphStore.superseded_by)
+    prepare_recall = Forward(GraphStore.prepare_recall)  # a hint: nothing held changes it
     namespaces = Forward(GraphStore.namespaces)
     counts = Forward(GraphStore.counts)  # reinforcement changes no tier or count
     audit_log = Forward(GraphStore.audit_log)

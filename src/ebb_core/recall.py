@@ -16,7 +16,7 @@ from .errors import InvalidInput
 from .explain import explain_hit
 from .model import Node, RecallHit, Tier
 from .ranking import Candidate, Fusion, from_matches, pass_along
-from .store import Link, Match
+from .store import Link, Match, RecallHint
 from .text import query_terms
 from .validation import MAX_TEXT_LEN, _encodable, validate_k, validate_kind
 
@@ -64,6 +64,8 @@ class RecallMixin(BrainBase):
         qvec = self._embed_query(query)  # outside the store's lock: it is the slow part
         with self._tx():
             now_us = self._now_us()
+            if terms:
+                self._hint_reads(now_us, k)
             vec, qvec = self._vector_candidates(qvec, k, max_tier, kinds)
             cands = self._text_candidates(terms, qvec, k, max_tier, kinds)
             if not cands and not vec:
@@ -92,6 +94,22 @@ class RecallMixin(BrainBase):
             if reinforce:
                 self._reinforce_hits(chosen, nodes, now_us)
             return hits
+
+    def _hint_reads(self, now_us: int, k: int) -> None:
+        """Tell the store what recall reads after its text candidates (a server backend
+        fetches it with them: one round trip instead of several)."""
+        cfg = self._s.config
+        self._s.store.prepare_recall(
+            self._ns,
+            RecallHint(
+                now_us=now_us,
+                half_life_us=cfg.half_life_us,
+                link_min=min(cfg.spread_link_min, cfg.live_link_min),
+                linked=cfg.spread_sources + k,
+                links_per_node=max(16 * cfg.spread_sources, 10 * k),
+                meta_keys=(f"reference:{self._ns}",),
+            ),
+        )
 
     def _embed_query(self, query: str) -> Any:
         """The query's vector (None without an embedder, a vector weight or words); the time it

@@ -2,14 +2,91 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..model import Node, Tier
 from ..records import node_from_row
-from ..store import SUPERSEDES, Incident, Link, Match
-from .queries import _DECAY, _EDGE, _KINDS, _NODE, _OTHER, TEXT_INDEX, _to_edge, lucene_query
+from ..store import SUPERSEDES, Incident, Link, Match, RecallHint
+from .queries import (
+    _DECAY,
+    _EDGE,
+    _KINDS,
+    _NODE,
+    _NODE_FIELDS,
+    _OTHER,
+    TEXT_INDEX,
+    _projection,
+    _to_edge,
+    lucene_query,
+)
 from .session import Neo4jSession
+
+#: A link's decayed weight at ``$now`` (scoring.decay: a link reinforced after ``$now``, clock
+#: skew, counts as reinforced at ``$now``).
+_DW = f"e.weight * {_DECAY.format(t='e.reinforced_us')}"
+
+
+def _superseders(var: str) -> str:
+    """The live memories that supersede ``var``, by id (what ``superseded_by`` answers)."""
+    return (
+        f"COLLECT {{ MATCH ({var})<-[:LINK {{kind: $sk}}]-(a:Memory) WHERE a.tier < 4 "
+        "RETURN a.id AS a ORDER BY a }"
+    )
+
+
+#: The strongest links of ``s`` (decayed weight at least ``$lmin``, other end not frozen, at
+#: most ``$per``, in ``strongest_links``'s order), each with what ``matches_for`` and
+#: ``superseded_by`` answer for its other end, as one list ``links`` (a subquery's body).
+_LINKS_OF_S = (
+    "OPTIONAL MATCH (s)-[e:LINK]-(m) "
+    f"WITH s, m, e, {_DW} AS dw WHERE dw >= $lmin WITH s, m, e, dw WHERE m.tier < 4 "
+    "WITH m, e, dw, startNode(e) = s AS out ORDER BY dw DESC, m.id, e.kind LIMIT $per "
+    "RETURN collect([m.id, e.kind, out, e.weight, e.reinforced_us, dw, m.key, m.pinned, "
+    f"m.tier, m.kind, {_superseders('m')}]) AS links"
+)
+
+
+_S_NODE = _projection("s", _NODE_FIELDS)
+
+
+class _Reads:
+    """What a recall fetched ahead (:meth:`Neo4jSearch.prepare_recall`), valid until the
+    transaction writes or ends: memories' strongest links (each memory's first ``cap[id]`` at
+    or above ``hint.link_min``, all of them when ``complete``), nodes, what ``matches_for``
+    and ``superseded_by`` answer."""
+
+    def __init__(self, namespace: str, hint: RecallHint) -> None:
+        self.ns, self.hint = namespace, hint
+        self.links: dict[str, list[tuple[float, Link]]] = {}
+        self.cap: dict[str, int] = {}
+        self.complete: set[str] = set()
+        self.nodes: dict[str, Node] = {}
+        self.matches: dict[str, Match] = {}
+        self.sup: dict[str, list[str]] = {}
+
+    def add_links(self, node_id: str, rows: Sequence[Sequence[Any]], cap: int) -> None:
+        found = []
+        for m, kind, out, w, t, dw, key, pinned, tier, mkind, sup in rows:
+            found.append((float(dw), Link(node_id, m, kind, bool(out), float(w), int(t))))
+            if m not in self.matches:
+                self.matches[m] = Match(m, 0.0, float(key or 0.0), bool(pinned), int(tier), mkind)
+                self.sup[m] = list(sup)
+        self.links[node_id], self.cap[node_id] = found, cap
+        if len(found) < cap:
+            self.complete.add(node_id)
+
+    def add_node(self, row: Mapping[str, Any], sup: Sequence[str]) -> None:
+        node = node_from_row(row)
+        self.nodes[node.id] = node
+        self.sup[node.id] = list(sup)
+
+    def answers(self, now_us: int, half_life_us: float, min_decayed: float) -> bool:
+        h = self.hint
+        return now_us == h.now_us and half_life_us == h.half_life_us and min_decayed >= h.link_min
+
+    def covers(self, node_id: str, limit: int) -> bool:
+        return node_id in self.links and (node_id in self.complete or self.cap[node_id] >= limit)
 
 
 class Neo4jSearch(Neo4jSession):
@@ -26,10 +103,19 @@ class Neo4jSearch(Neo4jSession):
     ) -> list[Link]:
         if not ids:
             return []
+        ids = list(dict.fromkeys(ids))
+        reads = self._ahead(namespace)
+        if reads is not None and reads.answers(now_us, half_life_us, min_decayed):
+            # Each memory's own strongest `limit` hold the strongest `limit` of them all.
+            missing = [i for i in ids if not reads.covers(i, limit)]
+            if missing:
+                self._read_ahead(reads, missing, max(limit, reads.hint.links_per_node))
+            found = [f for i in ids for f in reads.links.get(i, []) if f[0] >= min_decayed]
+            found.sort(key=lambda f: (-f[0], f[1].other_id, f[1].node_id, f[1].kind))
+            return [link for _, link in found[:limit]]
         rows = self._read(
             # Decay first (relationship properties only), then the other end's tier: a hub's
-            # stale edges never cost a node read. scoring.decay: a link reinforced after $now
-            # (clock skew) counts as reinforced at $now.
+            # stale edges never cost a node read.
             "UNWIND $ids AS i MATCH (s:Memory {ns: $ns, id: i})-[e:LINK]-(m) "
             f"WITH s, m, e, e.weight * {_DECAY.format(t='e.reinforced_us')} AS dw "
             "WHERE dw >= $min WITH s, m, e, dw WHERE m.tier < 4 "
@@ -37,7 +123,7 @@ class Neo4jSearch(Neo4jSession):
             "e.weight AS w, e.reinforced_us AS t ORDER BY dw DESC, m, s, kind LIMIT $lim",
             {
                 "ns": namespace,
-                "ids": list(dict.fromkeys(ids)),
+                "ids": ids,
                 "now": int(now_us),
                 "h": float(half_life_us),
                 "min": float(min_decayed),
@@ -48,6 +134,81 @@ class Neo4jSearch(Neo4jSession):
             Link(r["s"], r["m"], r["kind"], bool(r["out"]), float(r["w"]), int(r["t"]))
             for r in rows
         ]
+
+    # -- reads fetched ahead for a recall --------------------------------------------------------
+    def prepare_recall(self, namespace: str, hint: RecallHint) -> None:
+        """Recall's next :meth:`text_matches` (in this transaction) also fetches, in the same
+        statement, the settings ``hint.meta_keys``, every match's node and what
+        ``superseded_by`` says of it, and the strongest links of the best ``hint.linked``
+        matches with their other ends' ``matches_for`` and ``superseded_by`` answers. The
+        reads that follow (spreading's links, replacements, the winners' nodes and live links)
+        are answered from that until the transaction writes; what is not there (a second
+        hop's relays) is read the same way, by memory. The answers are those of the plain
+        queries: each memory keeps its own strongest links, of which the strongest of several
+        memories are the strongest overall."""
+        if self._local.tx is not None:
+            self._local.hint = (namespace, hint)
+
+    def _ahead(self, namespace: str) -> _Reads | None:
+        reads: _Reads | None = self._local.reads
+        return reads if reads is not None and reads.ns == namespace else None
+
+    def _read_ahead(self, reads: _Reads, ids: Sequence[str], per: int) -> None:
+        """The nodes, replacements and strongest links of ``ids``, into ``reads``."""
+        h = reads.hint
+        rows = self._read(
+            "UNWIND $ids AS i MATCH (s:Memory {ns: $ns, id: i}) CALL (s) { "
+            + _LINKS_OF_S
+            + f" }} RETURN {_S_NODE} AS n, {_superseders('s')} AS sup, links",
+            {
+                "ns": reads.ns,
+                "ids": list(ids),
+                "now": int(h.now_us),
+                "h": float(h.half_life_us),
+                "lmin": float(h.link_min),
+                "per": int(per),
+                "sk": SUPERSEDES,
+            },
+        )
+        for i in ids:  # a memory that does not exist has no links
+            reads.links.setdefault(i, [])
+            reads.complete.add(i)
+        for r in rows:
+            reads.add_node(r["n"], r["sup"])
+            reads.complete.discard(r["n"]["id"])
+            reads.add_links(r["n"]["id"], r["links"], per)
+
+    def get_nodes(self, namespace: str, ids: Sequence[str]) -> dict[str, Node]:
+        if not ids:
+            return {}
+        ids = list(dict.fromkeys(ids))
+        reads = self._ahead(namespace)
+        known = reads.nodes if reads is not None else {}
+        rest = [i for i in ids if i not in known]
+        found: dict[str, Node] = {}
+        if rest and reads is not None:  # recall's winners: their live links come next
+            self._read_ahead(reads, rest, reads.hint.links_per_node)
+        elif rest:
+            rows = self._read(
+                f"UNWIND $ids AS i MATCH (n:Memory {{ns: $ns, id: i}}) RETURN {_NODE} AS n",
+                {"ns": namespace, "ids": rest},
+            )
+            found = {r["n"]["id"]: node_from_row(r["n"]) for r in rows}
+        return {i: known[i] if i in known else found[i] for i in ids if i in known or i in found}
+
+    def matches_for(self, namespace: str, ids: Sequence[str]) -> list[Match]:
+        ids = list(dict.fromkeys(ids))
+        reads = self._ahead(namespace)
+        known = reads.matches if reads is not None else {}
+        nodes = self.get_nodes(namespace, [i for i in ids if i not in known])
+        out = []
+        for i in ids:
+            if i in known:
+                out.append(known[i])
+            elif i in nodes:
+                n = nodes[i]
+                out.append(Match(n.id, 0.0, n.key, n.pinned, int(n.tier), n.kind))
+        return out
 
     def incident(self, namespace: str, ids: Sequence[str]) -> list[Incident]:
         if not ids:
@@ -78,9 +239,14 @@ class Neo4jSearch(Neo4jSession):
     ) -> list[Match]:
         # As in Kùzu: the namespace's own top max(4 × pool, 200), filtered, then the best ``pool``.
         want = max(4 * pool, 200)
-        rows = self._text(
-            namespace, query, max_tier, want, pool, kinds, "n {.id, .key, .pinned, .tier}"
-        )
+        hint, self._local.hint = self._local.hint, None
+        reads = None
+        if hint is not None and hint[0] == namespace and self._local.tx is not None:
+            reads = _Reads(namespace, hint[1])
+        projection = _NODE if reads is not None else "n {.id, .key, .pinned, .tier}"
+        rows = self._text(namespace, query, max_tier, want, pool, kinds, projection, reads)
+        if reads is not None:
+            self._keep_ahead(reads, rows)
         return [
             Match(
                 r["n"]["id"],
@@ -92,10 +258,24 @@ class Neo4jSearch(Neo4jSession):
             for r in rows
         ]
 
+    def _keep_ahead(self, reads: _Reads, rows: Sequence[Any]) -> None:
+        """What :meth:`_text` fetched ahead, kept for the rest of this transaction."""
+        for r in rows:
+            reads.add_node(r["n"], r["sup"])
+            if r["idx"] < reads.hint.linked:
+                reads.add_links(r["n"]["id"], r["links"], reads.hint.links_per_node)
+        meta = self._local.meta
+        if meta is not None and rows:
+            got = dict(rows[0]["meta"])
+            for key in reads.hint.meta_keys:
+                meta[key] = got.get(key)
+        self._local.reads = reads
+
     def superseded_by(
         self, namespace: str, ids: Sequence[str] | None = None
     ) -> dict[str, list[str]]:
         params: dict[str, Any] = {"ns": namespace, "k": SUPERSEDES}
+        out: dict[str, list[str]] = {}
         if ids is None:
             # Every supersession of the namespace: seek the links of that kind in the
             # ebb_link_kind index (the planner, knowing nothing of how rare they are, would
@@ -106,15 +286,21 @@ class Neo4jSearch(Neo4jSession):
                 "RETURN b.id AS old, a.id AS new ORDER BY old, new"
             )
         else:
-            params["ids"] = list(dict.fromkeys(ids))
+            ids = list(dict.fromkeys(ids))
+            reads = self._ahead(namespace)
+            if reads is not None:  # answered ahead (by recall's text matches) or read now
+                out = {i: reads.sup[i] for i in ids if reads.sup.get(i)}
+                ids = [i for i in ids if i not in reads.sup]
+                if not ids:
+                    return {i: out[i] for i in sorted(out)}
+            params["ids"] = ids
             query = (
                 "UNWIND $ids AS i MATCH (b:Memory {ns: $ns, id: i})<-[e:LINK {kind: $k}]-"
                 "(a:Memory) WHERE a.tier < 4 RETURN b.id AS old, a.id AS new ORDER BY old, new"
             )
-        out: dict[str, list[str]] = {}
         for r in self._read(query, params):
             out.setdefault(r["old"], []).append(r["new"])
-        return out
+        return {i: out[i] for i in sorted(out)}
 
     def _text(
         self,
@@ -125,6 +311,7 @@ class Neo4jSearch(Neo4jSession):
         pool: int,
         kinds: Sequence[str],
         projection: str,
+        reads: _Reads | None = None,
     ) -> list[Any]:
         """The namespace's ``want`` best full-text hits for ``query`` (ties by id), filtered by
         tier and kind, best ``pool`` first.
@@ -132,10 +319,43 @@ class Neo4jSearch(Neo4jSession):
         The index is shared by every namespace and its query cannot filter by property, so its
         limit is widened until it holds ``want`` of this namespace's memories or has no more
         matches: what one namespace finds never depends on how large the others are.
+
+        With ``reads`` (a recall's hint), each row also brings what ``superseded_by`` says of
+        its memory (``sup``), the first ``hint.linked`` rows their strongest links
+        (``links``), and the first row the settings ``hint.meta_keys`` (``meta``).
         """
         lucene = lucene_query(query)
         if not lucene:
             return []
+        params: dict[str, Any] = {
+            "q": lucene,
+            "want": int(want),
+            "pool": int(pool),
+            "ns": namespace,
+            "mt": int(max_tier),
+            "kinds": list(kinds),
+        }
+        extra, meta, more = "", "", ""
+        if reads is not None:
+            h = reads.hint
+            params.update(
+                now=int(h.now_us),
+                h=float(h.half_life_us),
+                lmin=float(h.link_min),
+                per=int(h.links_per_node),
+                linked=int(h.linked),
+                sk=SUPERSEDES,
+                mk=list(h.meta_keys),
+            )
+            meta = (
+                "CALL () { MATCH (mt:Meta) WHERE mt.key IN $mk "
+                "RETURN collect([mt.key, mt.value]) AS meta } "
+            )
+            extra = (
+                "WITH seen, found, idx, n, score, meta, n AS s "
+                "CALL (s, idx) { WITH s, idx WHERE idx < $linked " + _LINKS_OF_S + " } "
+            )
+            more = f", idx, meta, {_superseders('n')} AS sup, links"
         top, size = want, None
         while True:
             rows = self._read(
@@ -144,20 +364,18 @@ class Neo4jSearch(Neo4jSession):
                 "WITH node, score ORDER BY score DESC, node.id "
                 "WITH count(*) AS seen, "
                 "collect(CASE WHEN node.ns = $ns THEN {n: node, score: score} END) AS ours "
-                # One row at least (a null sentinel) so `seen` and `found` always come back.
-                "UNWIND [h IN ours[..$want] WHERE h.n.tier <= $mt AND "
-                "(size($kinds) = 0 OR h.n.kind IN $kinds)][..$pool] + [null] AS h "
-                "WITH seen, size(ours) AS found, h.n AS n, h.score AS score "
-                f"RETURN seen, found, {projection} AS n, score",
-                {
-                    "q": lucene,
-                    "top": int(top),
-                    "want": int(want),
-                    "pool": int(pool),
-                    "ns": namespace,
-                    "mt": int(max_tier),
-                    "kinds": list(kinds),
-                },
+                + meta
+                + "WITH seen, ours, [h IN ours[..$want] WHERE h.n.tier <= $mt AND "
+                "(size($kinds) = 0 OR h.n.kind IN $kinds)][..$pool] AS hits"
+                + (", meta " if meta else " ")
+                # One row at least (a null sentinel past the end) so `seen` and `found` always
+                # come back.
+                + "UNWIND range(0, size(hits)) AS idx "
+                "WITH seen, size(ours) AS found, idx, hits[idx].n AS n, hits[idx].score AS score"
+                + (", meta " if meta else " ")
+                + extra
+                + f"RETURN seen, found, {projection} AS n, score{more}",
+                {**params, "top": int(top)},
             )
             seen, found = rows[0]["seen"], rows[0]["found"]
             if found >= want or seen < top:

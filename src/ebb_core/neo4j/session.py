@@ -55,6 +55,8 @@ class _TxState(threading.local):
     failed: BaseException | None = None
     meta: dict[str, str | None] | None = None  # settings read or written in this transaction
     stage: Any = None  # the import being committed batch by batch (see Neo4jStore.bulk_load)
+    hint: Any = None  # (namespace, RecallHint) until the next text_matches (see search)
+    reads: Any = None  # what a recall fetched ahead in this transaction (search._Reads)
 
 
 class Neo4jSession:
@@ -216,6 +218,8 @@ class Neo4jSession:
     def _unit(self, work: Callable[[Any], T], *, write: bool = True) -> T:
         """Run ``work(tx)`` in the thread's transaction, or else in a retried managed one."""
         tx = self._local.tx
+        if write:  # what recall fetched ahead may no longer be what the store holds
+            self._local.reads = None
         if tx is not None:
             try:
                 with self._errors("tx"):
@@ -231,6 +235,7 @@ class Neo4jSession:
     def _apart(self, work: Callable[[Any], T]) -> T:
         """Run ``work(tx)`` in a retried managed write transaction of its own, committed on its
         own even when the thread has an explicit transaction open (a staged import's batches)."""
+        self._local.reads = None
         with self._errors(), self._session() as session:
             return session.execute_write(work)  # type: ignore[no-any-return]
 
@@ -272,14 +277,16 @@ class Neo4jSession:
         with self._errors():
             session, tx = self._retrying(self._begin)
         state.session, state.tx, state.depth, state.meta = session, tx, 1, {}
+        state.hint = state.reads = None
         try:
             yield
         except BaseException:
             state.session = state.tx = state.failed = state.meta = None
+            state.hint = state.reads = None
             state.depth = 0
             self._abandon(session, tx)
             raise
-        state.session = state.tx = state.meta = None
+        state.session = state.tx = state.meta = state.hint = state.reads = None
         state.depth = 0
         failed, state.failed = state.failed, None
         if failed is not None:  # a statement failed and the caller carried on regardless

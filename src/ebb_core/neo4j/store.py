@@ -34,13 +34,22 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from ..clock import to_us
 from ..errors import InvalidInput
-from ..model import AuditEntry, Edge, Node
+from ..model import AuditEntry, Edge, Node, Tier
 from ..records import field_value, node_from_row, node_row
-from ..store import UPDATABLE_FIELDS, Adjustment, Counts, GraphStore, memory_exists, refuse_existing
+from ..store import (
+    UPDATABLE_FIELDS,
+    Adjustment,
+    Counts,
+    GraphStore,
+    TierMoveColumns,
+    memory_exists,
+    refuse_existing,
+)
 from .bulk import Neo4jBulk
 from .keys import Neo4jKeys
 from .queries import (
@@ -52,6 +61,7 @@ from .queries import (
     _batches,
     _by_namespace,
     _projection,
+    _pylist,
     _to_audit,
     _to_edge,
 )
@@ -101,15 +111,6 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, GraphStore):
         )
 
     # -- nodes ---------------------------------------------------------------------------------
-    def get_nodes(self, namespace: str, ids: Sequence[str]) -> dict[str, Node]:
-        if not ids:
-            return {}
-        rows = self._read(
-            f"UNWIND $ids AS i MATCH (n:Memory {{ns: $ns, id: i}}) RETURN {_NODE} AS n",
-            {"ns": namespace, "ids": list(dict.fromkeys(ids))},
-        )
-        return {r["n"]["id"]: node_from_row(r["n"]) for r in rows}
-
     def existing_ids(self, namespace: str, ids: Sequence[str]) -> set[str]:
         wanted = list(dict.fromkeys(ids))
         found: set[str] = set()
@@ -203,6 +204,52 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, GraphStore):
                     "WITH m, sum(p.d) AS total SET m.key = m.key + total",
                     {"ns": namespace, "rows": list(part)},
                 ).consume()
+
+        self._unit(work)
+
+    def set_tiers(
+        self,
+        namespace: str,
+        moves: TierMoveColumns,
+        review_reasons: Mapping[str, str],
+        queued_at: datetime,
+    ) -> None:
+        # Parallel lists (ids, tiers; the frozen ones' reasons apart), one SET per row of an
+        # UNWIND: no dict of fields per memory.
+        if not len(moves):
+            return
+        import numpy as np
+
+        frozen = moves.to_tier == int(Tier.FROZEN)
+        parts = []
+        rest = np.flatnonzero(~frozen)
+        if len(rest):
+            parts.append(
+                (
+                    "UNWIND range(0, size($ids) - 1) AS i "
+                    "MATCH (n:Memory {ns: $ns, id: $ids[i]}) SET n.tier = $tier[i]",
+                    {"ids": moves.ids[rest].tolist(), "tier": moves.to_tier[rest].tolist()},
+                )
+            )
+        held = np.flatnonzero(frozen)
+        if len(held):
+            ids = moves.ids[held].tolist()
+            parts.append(
+                (
+                    "UNWIND range(0, size($ids) - 1) AS i "
+                    "MATCH (n:Memory {ns: $ns, id: $ids[i]}) "
+                    "SET n.tier = 4, n.review_reason = $why[i], n.queued_us = $at",
+                    {"ids": ids, "why": [review_reasons[i] for i in ids]},
+                )
+            )
+
+        def work(tx: Any) -> None:
+            for query, cols in parts:
+                size = len(cols["ids"])
+                for lo in range(0, size, self._batch):
+                    params = {c: v[lo : lo + self._batch] for c, v in cols.items()}
+                    params.update(ns=namespace, at=to_us(queued_at))
+                    tx.run(query, params).consume()
 
         self._unit(work)
 
@@ -334,6 +381,28 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, GraphStore):
                 for a in entries
             ],
         )
+
+    def append_audit_columns(
+        self, namespace: str, first_seq: int, at: datetime, columns: Mapping[str, Sequence[Any]]
+    ) -> None:
+        # Parallel lists, one CREATE per row of an UNWIND: no AuditEntry, no dict per entry
+        # (a first maintain at 1M writes ~800k of them).
+        size = len(columns["action"])
+        if not size:
+            return
+        names = ("action", "node_id", "from_tier", "to_tier", "actor", "reason")
+        query = (
+            "UNWIND range(0, size($action) - 1) AS i CREATE (:Audit {seq: $first + i, ns: $ns, "
+            "at_us: $at, " + ", ".join(f"{c}: ${c}[i]" for c in names) + "})"
+        )
+
+        def work(tx: Any) -> None:
+            for lo in range(0, size, self._batch):
+                params: dict[str, Any] = {"ns": namespace, "at": to_us(at), "first": first_seq + lo}
+                params.update((c, _pylist(columns[c][lo : lo + self._batch])) for c in names)
+                tx.run(query, params).consume()
+
+        self._unit(work)
 
     def audit_log(
         self,

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 
 from ..model import Edge, Node, Tier
 from .core import StoreCore
-from .values import SUPERSEDES, Counts, Link, Match
+from .values import SUPERSEDES, Counts, Link, Match, RecallHint
 
 _NEVER = datetime.min.replace(tzinfo=timezone.utc)
 
@@ -97,6 +97,13 @@ class IndexedReads(StoreCore):
             if kept:
                 result[old] = kept
         return result
+
+    def prepare_recall(self, namespace: str, hint: RecallHint) -> None:
+        """Called by recall inside its transaction just before :meth:`text_matches`, with what
+        it will read next (the candidates' links, nodes, replacements, the tier reference). A
+        server backend may fetch that with the text matches in one statement and answer the
+        following reads of the same transaction from it; the answers must be the same as
+        without the call. The default does nothing."""
 
     def text_matches(
         self, namespace: str, query: str, max_tier: Tier, pool: int, kinds: Sequence[str] = ()

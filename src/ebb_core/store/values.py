@@ -89,6 +89,24 @@ class Match:
 
 
 @dataclass(frozen=True)
+class RecallHint:
+    """What a recall is about to read after its text candidates (see
+    :meth:`IndexedReads.prepare_recall`): a server backend may fetch it with them in one round
+    trip. ``linked``: how many of the best text matches recall will likely ask the links of
+    (spreading's sources, then the hits); ``links_per_node``: the most links it asks of one
+    memory at a time (spreading's ``16 × spread_sources``, the hits' ``10 × k``);
+    ``link_min``: the lowest decayed weight it asks for; ``meta_keys``: settings it reads (the
+    tier reference)."""
+
+    now_us: int
+    half_life_us: float
+    link_min: float
+    linked: int
+    links_per_node: int
+    meta_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class TierMove:
     """A node whose tier should change, as computed by :meth:`GraphStore.tier_moves`."""
 

@@ -1,0 +1,76 @@
+"""Neo4j at scale without re-importing: one import into a fixed namespace, then repeated
+maintain and recall measurements on the same server (``NEO4J_URI``), each in a process of its
+own so code changes between them are measured on the same data.
+
+    export NEO4J_URI=$(EBB_NEO4J_STATE_DIR=/tmp/neo1m scripts/neo4j-test-server uri)
+    python bench/neo4j_reuse.py import /tmp/b1m/graph-1000000.jsonl --ns big
+    python bench/neo4j_reuse.py maintain --ns big --at-hours 2
+    python bench/neo4j_reuse.py recall --ns big --ops 300 --at-hours 3 [--no-reinforce]
+
+``--at-hours`` is the clock (hours after ``synth.NOW``); give later runs later hours so time
+only moves forward. Each command prints one JSON line. A 1M import holds a core for minutes:
+run it under ``flock /tmp/ebb-heavy.lock``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import synth
+from bench_core import pct
+from ebb_core import Brain, FixedClock
+from ebb_core.backends import open_store
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("command", choices=["import", "maintain", "recall"])
+    ap.add_argument("file", nargs="?")
+    ap.add_argument("--ns", default="big")
+    ap.add_argument("--ops", type=int, default=300)
+    ap.add_argument("--at-hours", type=float, default=1.0)
+    ap.add_argument("--common", action="store_true", help="common-word queries (fill k)")
+    ap.add_argument("--no-reinforce", action="store_true")
+    args = ap.parse_args()
+    clock = FixedClock(synth.NOW + timedelta(hours=args.at_hours))
+    brain = Brain(open_store("neo4j"), namespace=args.ns, clock=clock, embedder=False)
+    out: dict[str, object] = {"command": args.command, "ns": args.ns}
+    try:
+        if args.command == "import":
+            t0 = time.perf_counter()
+            counts = brain.import_(Path(args.file), namespace=args.ns)
+            secs = time.perf_counter() - t0
+            out.update(counts=counts, import_s=round(secs, 1), per_s=round(counts["nodes"] / secs))
+        elif args.command == "maintain":
+            t0 = time.perf_counter()
+            report = brain.maintain()
+            out.update(maintain_s=round(time.perf_counter() - t0, 2), moved=report.moved)
+        else:
+            qs = synth.common_queries(args.ops) if args.common else synth.queries(args.ops)
+            for q in qs[:10]:
+                brain.recall(q, k=10, reinforce=False)
+            ms, hits = [], 0
+            for q in qs:
+                clock.advance(seconds=1)
+                t0 = time.perf_counter()
+                hits += len(brain.recall(q, k=10, reinforce=not args.no_reinforce))
+                ms.append((time.perf_counter() - t0) * 1000)
+            out.update(
+                p50_ms=round(pct(ms, 50), 2),
+                p95_ms=round(pct(ms, 95), 2),
+                mean_hits=round(hits / len(qs), 2),
+            )
+    finally:
+        brain.close()
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()
