@@ -1,4 +1,4 @@
-"""The core store contract: the 14 methods (and ``location``) every backend must implement.
+"""The core store contract: the 14 methods every backend must implement.
 
 Split by concern: lifecycle (``transaction``, ``close``), metadata (``get_meta``, ``set_meta``),
 reading (``get_nodes``, ``incident``, ``scan_nodes``, ``namespaces``, ``text_candidates``),
@@ -25,9 +25,10 @@ class StoreCore(ABC):
     backend: str = "abstract"
 
     @property
-    @abstractmethod
     def location(self) -> str:
-        """Where the data lives (a path or a URI), for messages and stats."""
+        """Where the data lives (a path or a URI), for messages and stats; by default the
+        backend's name (both backends here override it)."""
+        return self.backend
 
     # -- lifecycle and atomicity -------------------------------------------------------------
     @abstractmethod
