@@ -92,11 +92,14 @@ def worker(
         print(json.dumps({"ready": True}), flush=True)
         for line in sys.stdin:
             what, lo, hi = line.split()
-            times, hits_seen = [], 0
+            times, hits_seen, embeds, cpu = [], 0, [], []
             for i in range(int(lo), int(hi)):
                 clock.advance(seconds=30)
                 if timed is not None:
                     timed.last = 0.0
+                if switch is not None:
+                    switch.cpu = 0.0
+                c0 = time.process_time()
                 if what == "run":
                     t0 = time.perf_counter()
                     hits = brain.recall(qs[i], k=10)
@@ -112,7 +115,14 @@ def worker(
                     brain.remember(text, kind="note", links=links)
                     took = time.perf_counter() - t0 - (timed.last if timed is not None else 0.0)
                 times.append(took * 1000)
-            print(json.dumps({"times": times, "hits": hits_seen}), flush=True)
+                # CPU of every thread of the process (Kùzu's, the BLAS's), the embedder's own
+                # taken out: what the op costs whatever the scheduler does on a busy machine
+                spent = time.process_time() - c0 - (switch.cpu if switch is not None else 0.0)
+                cpu.append(spent * 1000)
+                if timed is not None:
+                    embeds.append(timed.last * 1000)
+            got = {"times": times, "hits": hits_seen, "embeds": embeds, "cpu": cpu}
+            print(json.dumps(got), flush=True)
         brain.close()
 
 
@@ -127,12 +137,21 @@ class _Switch:
         self.real, self.name = real, real.name
         probe = real.embed_query("probe") if fake_first else None
         self.current = FakeEmbedder(len(probe), name=real.name) if fake_first else real
+        self.cpu = 0.0  # CPU seconds (all threads) spent embedding since last reset
 
     def embed_documents(self, texts: Any) -> Any:
-        return self.current.embed_documents(texts)
+        c0 = time.process_time()
+        try:
+            return self.current.embed_documents(texts)
+        finally:
+            self.cpu += time.process_time() - c0
 
     def embed_query(self, text: str) -> Any:
-        return self.current.embed_query(text)
+        c0 = time.process_time()
+        try:
+            return self.current.embed_query(text)
+        finally:
+            self.cpu += time.process_time() - c0
 
 
 def pct(values: list[float], p: float) -> float:
@@ -209,6 +228,8 @@ def main() -> None:
         times: dict[str, list[float]] = {name: [] for name in procs}
         writes: dict[str, list[float]] = {name: [] for name in procs}
         hits: dict[str, int] = dict.fromkeys(procs, 0)
+        embeds: dict[tuple[str, str], list[float]] = {}
+        cpus: dict[tuple[str, str], list[float]] = {}
         steps = [("run", times)] + ([("mem", writes)] if args.embedder else [])
         for what, into in steps:
             for lo in range(0, args.ops, args.batch):
@@ -220,6 +241,8 @@ def main() -> None:
                     got = json.loads(p.stdout.readline())
                     into[name] += got["times"]
                     hits[name] += got["hits"]
+                    embeds.setdefault((name, what), []).extend(got["embeds"])
+                    cpus.setdefault((name, what), []).extend(got["cpu"])
         for p in procs.values():
             p.stdin.close()
             p.wait()
@@ -235,6 +258,12 @@ def main() -> None:
         if t:
             out[name]["remember_p50_ms"] = round(pct(t, 50), 2)
             out[name]["remember_p95_ms"] = round(pct(t, 95), 2)
+    for (name, what), c in cpus.items():
+        out[name]["cpu_p50_ms" if what == "run" else "remember_cpu_p50_ms"] = round(pct(c, 50), 2)
+    for (name, what), e in embeds.items():  # the embedder's own time, taken out above
+        if e:
+            label = "query_embed" if what == "run" else "remember_embed"
+            out[name][f"{label}_p50_ms"] = round(pct(e, 50), 2)
     a, b = out[a_name], out[b_name]
     out["ratio"] = {
         "p50": round(a["p50_ms"] / b["p50_ms"], 3),
@@ -243,6 +272,9 @@ def main() -> None:
     if "remember_p50_ms" in a:
         out["ratio"]["remember_p50"] = round(a["remember_p50_ms"] / b["remember_p50_ms"], 3)
         out["ratio"]["remember_p95"] = round(a["remember_p95_ms"] / b["remember_p95_ms"], 3)
+    for key in ("cpu_p50_ms", "remember_cpu_p50_ms"):
+        if a.get(key) and b.get(key):
+            out["ratio"][key.removesuffix("_ms")] = round(a[key] / b[key], 3)
     if args.json:
         print(json.dumps(out, indent=2))
         return

@@ -19,6 +19,7 @@ from conftest import BACKENDS, make_store
 from ebb_core import Brain, Config, FixedClock
 from ebb_core.embeddings import (
     MINILM_NAME,
+    ONE_THREAD_MAX,
     EmbedderError,
     FakeEmbedder,
     MiniLM,
@@ -68,6 +69,33 @@ def test_minilm_batches_agree_with_single_texts(minilm: MiniLM) -> None:
     together = minilm.embed_documents(texts)
     alone = np.stack([minilm.embed_query(t) for t in texts])
     assert np.allclose(together, alone, atol=1e-5)  # padding never leaks into the pooling
+
+
+def test_minilm_holds_the_blas_to_one_thread_for_a_query_not_for_a_batch(
+    minilm: MiniLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query's small products run on one BLAS thread (threads that wait and spin on a busy
+    machine cost more than they give); a large batch keeps the BLAS's threads; the limit is
+    lifted after each call."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads() -> set[int]:
+        return {int(i["num_threads"]) for i in threadpool_info() if i["user_api"] == "blas"}
+
+    seen: list[set[int]] = []
+    forward = minilm._forward
+
+    def watched(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        seen.append(blas_threads())
+        return forward(ids, mask)
+
+    monkeypatch.setattr(minilm, "_forward", watched)
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert blas_threads() == {2}
+        minilm.embed_query("which database did we pick?")
+        assert seen == [{1}] and blas_threads() == {2}
+        minilm.embed_documents([f"memory number {i}" for i in range(ONE_THREAD_MAX + 1)])
+        assert seen[1:] == [{2}] and blas_threads() == {2}
 
 
 def test_minilm_truncates_long_texts(minilm: MiniLM) -> None:

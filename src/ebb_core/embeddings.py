@@ -34,6 +34,7 @@ import re
 import threading
 import zipfile
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -276,6 +277,55 @@ class FakeEmbedder(Embedder):
 
 
 # -- the default offline model -------------------------------------------------------------
+#: MiniLM embeds up to this many texts at a time with the BLAS held to one thread
+#: (:class:`_OneBlasThread`): a query, a remember's text; larger batches (imports, ``ebb
+#: embed``) keep the BLAS's own threads
+ONE_THREAD_MAX = 8
+
+
+class _OneBlasThread:
+    """Holds numpy's BLAS to one thread while the block runs (threadpoolctl, in the
+    ``[embeddings]`` extra; without it, nothing changes), for every thread of the process: the
+    first to enter sets the limit, the last to leave restores it.
+
+    Why: OpenBLAS splits MiniLM's small products (a query's ~10 tokens) across its threads,
+    which wait for each other on a busy machine and spin after each call, taking the CPU from
+    what runs next. On this 2-core machine at load ~10: a query's embedding p50 384-1,034 ms
+    with the default two threads against 65-109 ms on one, a third of the CPU; and a remember
+    with MiniLM took 51 ms more (its embedding excluded) than a text-only one, the spinning
+    threads' time (docs/benchmarks.md)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._controller: Any = None
+        self._limiter: Any = None
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._depth == 0:
+                if self._controller is None:
+                    try:
+                        from threadpoolctl import ThreadpoolController
+                    except ImportError:
+                        self._controller = False
+                    else:
+                        self._controller = ThreadpoolController()  # the loaded BLAS, once
+                if self._controller:
+                    self._limiter = self._controller.limit(limits=1, user_api="blas")
+            self._depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0 and self._limiter is not None:
+                self._limiter.restore_original_limits()
+                self._limiter = None
+
+
+_ONE_BLAS_THREAD = _OneBlasThread()
+
+
 class MiniLM(Embedder):
     """all-MiniLM-L6-v2 (384 dimensions) on the CPU with numpy alone: BERT's forward pass (6
     layers, 12 heads, exact GELU), mean pooling over the attention mask and L2 normalisation,
@@ -378,16 +428,17 @@ class MiniLM(Embedder):
         encs = self._tok.encode_batch(texts)
         # batch texts of similar length together: padding costs as much as text
         order = sorted(range(len(texts)), key=lambda i: len(encs[i].ids))
-        for start in range(0, len(order), self._batch):
-            idx = order[start : start + self._batch]
-            width = max(len(encs[i].ids) for i in idx)
-            ids = np.zeros((len(idx), width), dtype=np.int64)
-            mask = np.zeros((len(idx), width), dtype=np.float32)
-            for r, i in enumerate(idx):
-                n = len(encs[i].ids)
-                ids[r, :n] = encs[i].ids
-                mask[r, :n] = 1.0
-            out[idx] = self._forward(ids, mask)
+        with _ONE_BLAS_THREAD if len(texts) <= ONE_THREAD_MAX else nullcontext():
+            for start in range(0, len(order), self._batch):
+                idx = order[start : start + self._batch]
+                width = max(len(encs[i].ids) for i in idx)
+                ids = np.zeros((len(idx), width), dtype=np.int64)
+                mask = np.zeros((len(idx), width), dtype=np.float32)
+                for r, i in enumerate(idx):
+                    n = len(encs[i].ids)
+                    ids[r, :n] = encs[i].ids
+                    mask[r, :n] = 1.0
+                out[idx] = self._forward(ids, mask)
         return out
 
     def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
