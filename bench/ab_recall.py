@@ -24,7 +24,8 @@ exclude the embedder's own time (the query's or the new text's embedding, measur
 The default queries (``--queries rare``) are those of ``bench_core``'s recall: 1-3 rarer words,
 which a text-only recall answers with about one hit while a vector recall always ranks its
 vector candidates and explains ten. ``--queries common`` (2-3 common words, as ``bench_core``'s
-common-word recall) fills k on both sides, so both do like work; ``mean_hits`` says how many
+common-word recall) fills k on both sides, so both do like work; ``--queries both`` runs the
+rare ones, then the common ones on the same stores (``common_*``); ``mean_hits`` says how many
 each side returned.
 """
 
@@ -86,6 +87,7 @@ def worker(
         if switch is not None:
             switch.current = switch.real  # from now on the model itself
         qs = synth.common_queries(ops) if common else synth.queries(ops)
+        also = synth.common_queries(ops)  # "com" lines (--queries both)
         for q in qs[:10]:
             brain.recall(q, k=10, reinforce=False)
         live: list[str] = []
@@ -100,9 +102,9 @@ def worker(
                 if switch is not None:
                     switch.cpu = 0.0
                 c0 = time.process_time()
-                if what == "run":
+                if what in ("run", "com"):
                     t0 = time.perf_counter()
-                    hits = brain.recall(qs[i], k=10)
+                    hits = brain.recall((qs if what == "run" else also)[i], k=10)
                     took = time.perf_counter() - t0
                     took -= getattr(brain, "last_query_embed_s", 0.0)
                     hits_seen += len(hits)
@@ -171,10 +173,11 @@ def main() -> None:
     ap.add_argument("--data", help="the graph to import (default: written by bench/synth.py)")
     ap.add_argument(
         "--queries",
-        choices=["rare", "common"],
+        choices=["rare", "common", "both"],
         default="rare",
         help="rare: 1-3 rarer words (a text-only recall finds ~1 hit; the default);\n"
-        "common: 2-3 common words (both sides fill k=10: like work on both sides)",
+        "common: 2-3 common words (both sides fill k=10: like work on both sides);\n"
+        "both: the rare ones, then the common ones on the same stores (common_* figures)",
     )
     ap.add_argument(
         "--import-vectors",
@@ -227,10 +230,12 @@ def main() -> None:
             json.loads(procs[name].stdout.readline())  # ready (built one after the other)
         times: dict[str, list[float]] = {name: [] for name in procs}
         writes: dict[str, list[float]] = {name: [] for name in procs}
-        hits: dict[str, int] = dict.fromkeys(procs, 0)
+        common: dict[str, list[float]] = {name: [] for name in procs}
+        hits: dict[tuple[str, str], int] = {}
         embeds: dict[tuple[str, str], list[float]] = {}
         cpus: dict[tuple[str, str], list[float]] = {}
-        steps = [("run", times)] + ([("mem", writes)] if args.embedder else [])
+        steps = [("run", times)] + ([("com", common)] if args.queries == "both" else [])
+        steps += [("mem", writes)] if args.embedder else []
         for what, into in steps:
             for lo in range(0, args.ops, args.batch):
                 order = list(procs) if (lo // args.batch) % 2 == 0 else list(reversed(procs))
@@ -240,7 +245,7 @@ def main() -> None:
                     p.stdin.flush()
                     got = json.loads(p.stdout.readline())
                     into[name] += got["times"]
-                    hits[name] += got["hits"]
+                    hits[name, what] = hits.get((name, what), 0) + got["hits"]
                     embeds.setdefault((name, what), []).extend(got["embeds"])
                     cpus.setdefault((name, what), []).extend(got["cpu"])
         for p in procs.values():
@@ -250,19 +255,25 @@ def main() -> None:
         name: {
             "p50_ms": round(pct(t, 50), 2),
             "p95_ms": round(pct(t, 95), 2),
-            "mean_hits": round(hits[name] / max(1, len(t)), 1),
+            "mean_hits": round(hits[name, "run"] / max(1, len(t)), 1),
         }
         for name, t in times.items()
     }
+    for name, t in common.items():
+        if t:
+            out[name]["common_p50_ms"] = round(pct(t, 50), 2)
+            out[name]["common_p95_ms"] = round(pct(t, 95), 2)
+            out[name]["common_mean_hits"] = round(hits[name, "com"] / len(t), 1)
     for name, t in writes.items():
         if t:
             out[name]["remember_p50_ms"] = round(pct(t, 50), 2)
             out[name]["remember_p95_ms"] = round(pct(t, 95), 2)
     for (name, what), c in cpus.items():
-        out[name]["cpu_p50_ms" if what == "run" else "remember_cpu_p50_ms"] = round(pct(c, 50), 2)
+        key = {"run": "cpu_p50_ms", "com": "common_cpu_p50_ms", "mem": "remember_cpu_p50_ms"}
+        out[name][key[what]] = round(pct(c, 50), 2)
     for (name, what), e in embeds.items():  # the embedder's own time, taken out above
         if e:
-            label = "query_embed" if what == "run" else "remember_embed"
+            label = "remember_embed" if what == "mem" else "query_embed"
             out[name][f"{label}_p50_ms"] = round(pct(e, 50), 2)
     a, b = out[a_name], out[b_name]
     out["ratio"] = {
@@ -272,7 +283,13 @@ def main() -> None:
     if "remember_p50_ms" in a:
         out["ratio"]["remember_p50"] = round(a["remember_p50_ms"] / b["remember_p50_ms"], 3)
         out["ratio"]["remember_p95"] = round(a["remember_p95_ms"] / b["remember_p95_ms"], 3)
-    for key in ("cpu_p50_ms", "remember_cpu_p50_ms"):
+    for key in (
+        "cpu_p50_ms",
+        "remember_cpu_p50_ms",
+        "common_p50_ms",
+        "common_p95_ms",
+        "common_cpu_p50_ms",
+    ):
         if a.get(key) and b.get(key):
             out["ratio"][key.removesuffix("_ms")] = round(a[key] / b[key], 3)
     if args.json:
