@@ -250,6 +250,22 @@ async def test_read_and_explore_look_without_reinforcing_unless_asked(
         assert "no memory 'nope:x'" in message
 
 
+async def test_a_list_sent_as_json_text_is_read_as_the_sdk_reads_it(server: Any) -> None:
+    """Ebb answers tools/call itself (mcp_server._answer_calls_directly) but validates the
+    arguments with the model the SDK built: a client that sends a list argument as JSON text
+    gets what it would from the SDK's own handler, and a bad one the same one-line error."""
+    async with Client(server) as client:
+        await seed(client)
+        as_list = await call(client, "read", ids=["person:ravi", "fact:acme"])
+        as_text = await call(client, "read", ids='["person:ravi", "fact:acme"]')
+        assert [m["id"] for m in as_text["memories"]] == ["person:ravi", "fact:acme"]
+        assert as_text == as_list
+        message = text_of(await client.call_tool("read", {"ids": '["person:ravi", 7]'}))
+        assert message.startswith("invalid arguments for read: ids.1:"), message
+        message = text_of(await client.call_tool("read", {"ids": "person:ravi"}))
+        assert message.startswith("invalid arguments for read: ids:"), message
+
+
 async def test_recall_explains_each_hit(server: Any) -> None:
     async with Client(server) as client:
         await seed(client)
