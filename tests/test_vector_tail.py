@@ -305,14 +305,14 @@ def _clustered(seed: int, n: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
 def test_the_sign_bit_shortlist_returns_the_exact_top_k(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ebb_core.kuzu import vectors as kuzu_vectors
+    from ebb_core.kuzu import tail as kuzu_tail
 
     mat, centres = _clustered(seed, 8000, 384)
-    tail = kuzu_vectors._Tail(384)
+    tail = kuzu_tail._Tail(384)
     tail.add([f"u{i}" for i in range(len(mat))], mat)
     tail.remove([f"u{i}" for i in range(0, 400, 7)])  # deleted rows are never returned
     rng = np.random.default_rng(seed + 100)
-    monkeypatch.setattr(kuzu_vectors, "EXACT_MAX", 1000)  # 8,000 rows: the shortlist path
+    monkeypatch.setattr(kuzu_tail, "EXACT_MAX", 1000)  # 8,000 rows: the shortlist path
     for c in centres[:20]:
         q = c + 0.8 * rng.standard_normal(384).astype(np.float32)
         q /= np.linalg.norm(q)
@@ -324,29 +324,29 @@ def test_the_sign_bit_shortlist_returns_the_exact_top_k(
 
 
 def test_the_exact_search_over_several_blocks_returns_the_exact_top_k() -> None:
-    from ebb_core.kuzu import vectors as kuzu_vectors
+    from ebb_core.kuzu import tail as kuzu_tail
 
-    n = 3 * kuzu_vectors.DOT_BLOCK + 77  # several blocks and a short last one
+    n = 3 * kuzu_tail.DOT_BLOCK + 77  # several blocks and a short last one
     mat, centres = _clustered(7, n, 384)
-    tail = kuzu_vectors._Tail(384)
+    tail = kuzu_tail._Tail(384)
     tail.add([f"u{i}" for i in range(n)], mat)
-    assert n <= kuzu_vectors.EXACT_MAX  # the exact path
+    assert n <= kuzu_tail.EXACT_MAX  # the exact path
     for c in centres[:10]:
         q = c / np.linalg.norm(c)
         got = sorted(tail.search(q, 10), key=lambda r: -r[1])
         sims = mat @ q
         assert [u for u, _ in got] == [f"u{i}" for i in np.argsort(-sims)[:10]]
         assert np.allclose([s for _, s in got], np.sort(sims)[::-1][:10], atol=1e-5)
-    assert np.allclose(kuzu_vectors._similarities(mat, centres[0]), mat @ centres[0], atol=1e-5)
+    assert np.allclose(kuzu_tail._similarities(mat, centres[0]), mat @ centres[0], atol=1e-5)
 
 
 def test_recall_through_the_shortlist_finds_a_memory_by_its_own_text(
     tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ebb_core.kuzu import vectors as kuzu_vectors
+    from ebb_core.kuzu import tail as kuzu_tail
 
-    monkeypatch.setattr(kuzu_vectors, "EXACT_MAX", 50)
-    monkeypatch.setattr(kuzu_vectors, "SHORTLIST_MIN", 20)
+    monkeypatch.setattr(kuzu_tail, "EXACT_MAX", 50)
+    monkeypatch.setattr(kuzu_tail, "SHORTLIST_MIN", 20)
     brain = _brain(tmp_path / "sl.kuzu", clock)
     store = brain.store
     assert isinstance(store, KuzuStore)

@@ -1,7 +1,8 @@
 """The review side of a :class:`~ebb_core.engine.Brain`: pins, forgetting, restoring, deleting.
 
 :class:`ReviewMixin` holds ``pin``, ``unpin``, ``forget``, ``restore``, ``approve_deletion``
-(the one place anything is deleted, on a human's approval) and ``review_queue``.
+(the one place anything is deleted, on a human's approval), ``review_queue`` and ``history``
+(every version of a memory's text).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Sequence
 
 from .brain_base import BrainBase
 from .errors import InvalidInput
-from .model import Edge, Node, ReviewItem, Tier
+from .model import Edge, Node, ReviewItem, Tier, Version
 from .transfer import _node_record
 from .validation import MAX_K, validate_k, validate_reason
 
@@ -193,3 +194,41 @@ class ReviewMixin(BrainBase):
             activation=self._activation(n.key, now_us),
             pinned=n.pinned,
         )
+
+    def history(self, id: str) -> list[Version]:
+        """Every version of a memory's text, oldest first; the last one is the current text.
+
+        Remembering new text under an existing id keeps the old text here (each old version
+        is an audited ``revise`` entry), so an update never loses what was there before.
+        """
+        with self._tx():
+            node = self._require([id])[id]
+            entries = self._s.store.audit_log(self._ns, MAX_K * 100, node_id=id, action="revise")
+        out = []
+        for n, e in enumerate(entries, 1):
+            p = e.payload or {}
+            out.append(
+                Version(
+                    id=id,
+                    version=n,
+                    text=str(p.get("text", "")),
+                    kind=str(p.get("kind", node.kind)),
+                    props=p.get("props") or {},
+                    at=p.get("at") or e.at,
+                    current=False,
+                    replaced_at=e.at,
+                    actor=e.actor,
+                )
+            )
+        out.append(
+            Version(
+                id=id,
+                version=len(entries) + 1,
+                text=node.text,
+                kind=node.kind,
+                props=node.props,
+                at=node.updated_at,
+                current=True,
+            )
+        )
+        return out

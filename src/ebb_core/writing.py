@@ -1,4 +1,4 @@
-"""The Brain's writes: ``remember``, ``connect``, ``supersede``, ``reinforce`` and ``history``.
+"""The Brain's writes: ``remember``, ``connect``, ``supersede`` and ``reinforce``.
 
 :class:`WriteMixin` stores a memory (or its next version, the old one kept in an audited
 ``revise`` entry), links memories and marks them used, keeping every key in step through the
@@ -16,7 +16,7 @@ from .brain_base import BrainBase
 from .clock import as_utc, from_us, to_us
 from .embeddings import META_MODEL
 from .errors import InvalidInput, NotFound
-from .model import Edge, Node, Tier, Version, slugify
+from .model import Edge, Node, Tier, slugify
 from .store import SUPERSEDES, Adjustment
 from .validation import (
     MAX_K,
@@ -288,44 +288,6 @@ class WriteMixin(BrainBase):
         if old == new:
             raise InvalidInput(f"memory {old!r} cannot supersede itself", field="new")
         return self.connect(new, old, kind=SUPERSEDES, actor=actor)
-
-    def history(self, id: str) -> list[Version]:
-        """Every version of a memory's text, oldest first; the last one is the current text.
-
-        Remembering new text under an existing id keeps the old text here (each old version
-        is an audited ``revise`` entry), so an update never loses what was there before.
-        """
-        with self._tx():
-            node = self._require([id])[id]
-            entries = self._s.store.audit_log(self._ns, MAX_K * 100, node_id=id, action="revise")
-        out = []
-        for n, e in enumerate(entries, 1):
-            p = e.payload or {}
-            out.append(
-                Version(
-                    id=id,
-                    version=n,
-                    text=str(p.get("text", "")),
-                    kind=str(p.get("kind", node.kind)),
-                    props=p.get("props") or {},
-                    at=p.get("at") or e.at,
-                    current=False,
-                    replaced_at=e.at,
-                    actor=e.actor,
-                )
-            )
-        out.append(
-            Version(
-                id=id,
-                version=len(entries) + 1,
-                text=node.text,
-                kind=node.kind,
-                props=node.props,
-                at=node.updated_at,
-                current=True,
-            )
-        )
-        return out
 
     def _new_id(self, kind: str, text: str) -> str:
         """``kind:slug``, then ``-2``, ``-3``; after that a short hash (no long probing when

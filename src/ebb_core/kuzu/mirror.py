@@ -9,7 +9,7 @@ until a write of its own changes the table. The copies (measured in ``copies``, 
 * ``meta``: the ``Meta`` rows read so far;
 * ``supersedes``: every ``supersedes`` edge, old uid to the uids that supersede it;
 * ``text``: the copy of the full-text index (``kuzu.text_index``), when it fits;
-* ``vectors``: per namespace, its vectors outside a built HNSW index (``vectors._Tail``,
+* ``vectors``: per namespace, its vectors outside a built HNSW index (``tail._Tail``,
   searched exactly in process up to ``in_process_cap``).
 
 A write tells the mirror what it changed with :meth:`Mirror.apply` (one of the change types
@@ -39,7 +39,7 @@ from .copies import _RecallCache, _RowCache
 from .queries import uid
 
 if TYPE_CHECKING:
-    from .vectors import _Tail
+    from .tail import _Tail
 
 
 @dataclass(frozen=True)
