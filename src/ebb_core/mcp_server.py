@@ -190,6 +190,7 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
     tools = add_tools(server, run, lambda fn: _on_loop_when_free(fn, access))
     allowed = {name: names for name, (names, _) in tools.items()}
     _answer_calls_directly(server, tools)
+    _no_header_walk(server)
     _add_resources(server, run, ResourceError)
     without_idle_tracing(server)
     return server
@@ -259,6 +260,32 @@ def _answer_calls_directly(
             )
 
     lowlevel.add_request_handler("tools/call", CallToolRequestParams, call_tool)
+
+
+def _no_header_walk(server: MCPServer[Any]) -> None:
+    """Spare streamable HTTP a walk of the tool's input schema on every call.
+
+    Over HTTP, the SDK checks each ``tools/call``'s ``Mcp-Param-*`` headers against the
+    ``x-mcp-header`` annotations of the tool's input schema, which it gets from the low-level
+    server's ``get_tool_input_schema`` and walks twice per call (about thirty schema positions for
+    Ebb's tools). None of Ebb's schemas has such an annotation, so that check can never reject
+    anything: the lookup answers ``None`` (which the SDK documents as "nothing to validate") for
+    every tool whose schema has none, decided once here, and the schema for any that has one.
+    """
+    lowlevel = server._lowlevel_server
+    lookup = lowlevel.get_tool_input_schema
+    if lookup is None:
+        return
+    annotated = {
+        tool.name
+        for tool in server._tool_manager.list_tools()
+        if "x-mcp-header" in json.dumps(tool.parameters)
+    }
+
+    def input_schema(name: str) -> Any:
+        return lookup(name) if name in annotated else None
+
+    lowlevel.get_tool_input_schema = input_schema
 
 
 def without_idle_tracing(server: MCPServer[Any]) -> bool:
