@@ -335,27 +335,7 @@ class Neo4jSearch(Neo4jSession):
             "mt": int(max_tier),
             "kinds": list(kinds),
         }
-        extra, meta, more = "", "", ""
-        if reads is not None:
-            h = reads.hint
-            params.update(
-                now=int(h.now_us),
-                h=float(h.half_life_us),
-                lmin=float(h.link_min),
-                per=int(h.links_per_node),
-                linked=int(h.linked),
-                sk=SUPERSEDES,
-                mk=list(h.meta_keys),
-            )
-            meta = (
-                "CALL () { MATCH (mt:Meta) WHERE mt.key IN $mk "
-                "RETURN collect([mt.key, mt.value]) AS meta } "
-            )
-            extra = (
-                "WITH seen, found, idx, n, score, meta, n AS s "
-                "CALL (s, idx) { WITH s, idx WHERE idx < $linked " + _LINKS_OF_S + " } "
-            )
-            more = f", idx, meta, {_superseders('n')} AS sup, links"
+        extra, meta, more = _read_ahead(reads, params) if reads is not None else ("", "", "")
         top, size = want, None
         while True:
             rows = self._read(
@@ -407,3 +387,28 @@ class Neo4jSearch(Neo4jSession):
             {"ns": namespace, "lim": int(limit)},
         )
         return [node_from_row(r["n"]) for r in rows]
+
+
+def _read_ahead(reads: _Reads, params: dict[str, Any]) -> tuple[str, str, str]:
+    """What ``Neo4jSearch._text`` adds to its statement for a recall's hint (``reads``): the
+    clauses bringing each row's links (``extra``), the settings (``meta``) and what it returns
+    more (``more``); their parameters go into ``params``."""
+    h = reads.hint
+    params.update(
+        now=int(h.now_us),
+        h=float(h.half_life_us),
+        lmin=float(h.link_min),
+        per=int(h.links_per_node),
+        linked=int(h.linked),
+        sk=SUPERSEDES,
+        mk=list(h.meta_keys),
+    )
+    meta = (
+        "CALL () { MATCH (mt:Meta) WHERE mt.key IN $mk "
+        "RETURN collect([mt.key, mt.value]) AS meta } "
+    )
+    extra = (
+        "WITH seen, found, idx, n, score, meta, n AS s "
+        "CALL (s, idx) { WITH s, idx WHERE idx < $linked " + _LINKS_OF_S + " } "
+    )
+    return extra, meta, f", idx, meta, {_superseders('n')} AS sup, links"
