@@ -22,12 +22,13 @@ vectors at that size, measured under the same load. Both then also take turns at
 exclude the embedder's own time (the query's or the new text's embedding, measured apart).
 
 The default queries (``--queries rare``) are those of ``bench_core``'s recall: 1-3 rarer words,
-which a text-only recall answers with about one hit while a vector recall always ranks its
-vector candidates and explains ten. ``--queries common`` (2-3 common words, as ``bench_core``'s
-common-word recall) fills k on both sides, so both do like work; ``--queries both`` runs the
-rare ones, then the common ones on the same stores (``common_*``); ``mean_hits`` says how many
-each side returned.
-"""
+with few text matches (spreading and activation fill the ten hits: ``mean_hits`` 10 on both
+sides at 100k), while a vector recall also ranks its 50 vector candidates. ``--queries common``
+(2-3 common words, as ``bench_core``'s common-word recall) gives both sides many text
+matches; ``--queries both`` runs the rare ones, then the common ones on the same stores
+(``common_*``); ``mean_hits`` says how many each side returned. Each side's ``cpu_p50_ms`` is
+the CPU of all its threads per op (the embedder's own taken out): on a busy machine the wall
+clock after an embedding also holds the scheduler's wait."""
 
 from __future__ import annotations
 
@@ -175,8 +176,8 @@ def main() -> None:
         "--queries",
         choices=["rare", "common", "both"],
         default="rare",
-        help="rare: 1-3 rarer words (a text-only recall finds ~1 hit; the default);\n"
-        "common: 2-3 common words (both sides fill k=10: like work on both sides);\n"
+        help="rare: 1-3 rarer words (few text matches; the default);\n"
+        "common: 2-3 common words (many text matches on both sides);\n"
         "both: the rare ones, then the common ones on the same stores (common_* figures)",
     )
     ap.add_argument(
