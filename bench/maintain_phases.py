@@ -1,0 +1,149 @@
+"""Where a maintain's time and bytes go: a first and a second ``maintain`` on a Kùzu store, with
+the wall time of each store call (re-score, recall columns, tier moves, audit rows, commit,
+checkpoint), every Kùzu statement over 50 ms, and the peak RSS sampled every 50 ms per phase.
+
+It maintains the store it is given: run it on a copy (``bench/maintain_bench.py --keep`` keeps
+an unmaintained synthetic store; copy ``maintain-N-5.kuzu`` and run this on the copy):
+
+    cp /tmp/mb/maintain-1000000-5.kuzu /tmp/run.kuzu
+    python bench/maintain_phases.py /tmp/run.kuzu [--audit-by copy]
+
+``--audit-by copy`` writes the audit rows with ``COPY`` instead of ``LOAD FROM ... CREATE``
+(measurement only: a rolled-back COPY damages a Kùzu 0.11.3 store, see docs/kuzu.md).
+Times are wall time; ``cpu`` is the process's CPU time (all threads). Prints JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import synth
+from ebb_core import Brain, FixedClock
+from ebb_core.backends import open_store
+from ebb_core.kuzu import session
+
+STORE_CALLS = (
+    "recompute_keys",
+    "_ensure_cache",
+    "tier_move_columns",
+    "set_tiers",
+    "append_audit_columns",
+    "superseded_by",
+    "_exec",  # COMMIT, CHECKPOINT
+    "_maybe_checkpoint",
+)
+BRAIN_CALLS = ("_policy_moves", "_refresh_reference", "_write_moves")
+
+
+class Probe:
+    """Phase timers, slow statements and per-phase RSS peaks."""
+
+    def __init__(self) -> None:
+        self.phase = "open"
+        self.times: dict[str, float] = {}
+        self.slow: list[tuple[str, str, float]] = []
+        self.peaks: dict[str, int] = {}
+        self.running = True
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def _sample(self) -> None:
+        while self.running:
+            with open("/proc/self/status") as fh:
+                kb = next(int(x.split()[1]) for x in fh if x.startswith("VmRSS"))
+            self.peaks[self.phase] = max(self.peaks.get(self.phase, 0), kb >> 10)
+            time.sleep(0.05)
+
+    def wrap(self, obj: Any, name: str) -> None:
+        inner = getattr(obj, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            outer, self.phase = self.phase, name
+            t0 = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.times[name] = self.times.get(name, 0.0) + time.perf_counter() - t0
+                self.phase = outer
+
+        setattr(obj, name, timed)
+
+
+class _Conn:
+    """Kùzu's connection with every statement over 50 ms noted."""
+
+    def __init__(self, conn: Any, probe: Probe) -> None:
+        self._c, self._p = conn, probe
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._c, name)
+
+    def execute(self, query: Any, *args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return self._c.execute(query, *args, **kwargs)
+        finally:
+            dt = time.perf_counter() - t0
+            if dt > 0.05:
+                text = query if isinstance(query, str) else "<prepared>"
+                self._p.slow.append((self._p.phase, text[:80], round(dt, 2)))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("store", help="a COPY of a synthetic store (it is maintained)")
+    ap.add_argument("--audit-by", choices=("load", "copy"), default="load")
+    ap.add_argument("--namespace", default="bench")
+    args = ap.parse_args()
+    if args.audit_by == "copy":
+        session._ROLLBACK_SAFE = frozenset()  # measurement only (see the docstring)
+    probe = Probe()
+    clock = FixedClock(synth.NOW).advance(hours=1)
+    store: Any = open_store("kuzu", args.store)
+    brain = Brain(store, namespace=args.namespace, clock=clock)
+    store._conn = _Conn(store._conn, probe)
+    let_go = store._let_go_of_tables
+
+    def keep_watching() -> None:  # the store replaces its connection now and then
+        let_go()
+        if not isinstance(store._conn, _Conn):
+            store._conn = _Conn(store._conn, probe)
+
+    store._let_go_of_tables = keep_watching
+    for name in STORE_CALLS:
+        probe.wrap(store, name)
+    for name in BRAIN_CALLS:
+        probe.wrap(brain, name)
+    out: dict[str, Any] = {"audit_by": args.audit_by}
+    for label in ("first", "again"):
+        if label == "again":
+            clock.advance(days=1)
+        probe.times.clear()
+        probe.slow.clear()
+        probe.phase = label
+        t0, c0 = time.perf_counter(), time.process_time()
+        report = brain.maintain()
+        out[label] = {
+            "wall_s": round(time.perf_counter() - t0, 2),
+            "cpu_s": round(time.process_time() - c0, 2),
+            "moved": sum(report.moved.values()),
+            "phases_s": {k: round(v, 2) for k, v in probe.times.items()},
+            "slow_statements": list(probe.slow),
+        }
+    probe.running = False
+    brain.close()
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
+    out["peak_rss_mb_by_phase"] = probe.peaks
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
