@@ -329,15 +329,44 @@ def test_a_file_size_limit_is_store_full_and_loses_nothing(tmp_path: Path) -> No
             assert "note:after" in {h.id for h in b.recall("lifted harbor", 5, depth=3)}
 
 
-def test_a_ctrl_c_once_kuzu_rows_are_written_waits_for_the_commit(tmp_path: Path) -> None:
-    # Kùzu 0.11.3 cannot roll back a bulk load safely (docs/kuzu.md, known issues): a Ctrl-C
-    # that arrives while the import's rows are being written lets the import commit, then
-    # says so (CommittedInterrupt), and the store holds every row.
+def test_a_ctrl_c_once_kuzu_rows_are_written_rolls_the_import_back(tmp_path: Path) -> None:
+    # Kùzu's import writes roll back cleanly (LOAD FROM, not COPY: docs/kuzu.md, known
+    # issues), so its store says bulk_rollback_safe, and a Ctrl-C after the rows went in
+    # rolls the import back; the store takes the same import afterwards.
+    data = tmp_path / "small.jsonl"
+    _import_file(data, 300)
+    with Brain.open(tmp_path / "db.kuzu", namespace="bench") as brain:
+        assert brain.store.bulk_rollback_safe
+        inner = brain.store.inner if hasattr(brain.store, "inner") else brain.store
+        real = inner.bulk_insert
+
+        def interrupted(*args: object, **kwargs: object) -> None:
+            real(*args, **kwargs)
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C, once the rows are in
+
+        inner.bulk_insert = interrupted  # type: ignore[method-assign]
+        with pytest.raises(KeyboardInterrupt) as caught:
+            brain.import_(data)
+        assert type(caught.value) is KeyboardInterrupt  # not CommittedInterrupt
+        assert brain.last_import is None and brain.stats().nodes == 0
+        inner.bulk_insert = real  # type: ignore[method-assign]
+        assert brain.import_(data)["nodes"] == 300
+        assert brain.stats().nodes == 300
+
+
+def test_a_ctrl_c_once_rows_are_written_waits_for_the_commit_unless_rollback_safe(
+    tmp_path: Path,
+) -> None:
+    # A store that does not say its bulk writes roll back cleanly (bulk_rollback_safe false,
+    # the contract's default): a Ctrl-C that arrives while the import's rows are being
+    # written lets the import commit, then says so (CommittedInterrupt), and the store holds
+    # every row.
     from ebb_core.transfer import CommittedInterrupt
 
     data = tmp_path / "small.jsonl"
     _import_file(data, 300)
     with Brain.open(tmp_path / "db.kuzu", namespace="bench") as brain:
+        brain.store.bulk_rollback_safe = False  # as a store without the promise
         inner = brain.store.inner if hasattr(brain.store, "inner") else brain.store
         real = inner.bulk_insert
 

@@ -65,10 +65,18 @@ def test_the_grouped_store_defines_every_store_method_itself(tmp_path: Path) -> 
     inner = KuzuStore(tmp_path / "grouped.kuzu")
     grouped = GroupedStore(inner, delay=600, lock=threading.RLock())
     try:
-        for attr in ("backend", "location", "supports_vectors"):
+        for attr in ("backend", "location", "supports_vectors", "bulk_rollback_safe"):
             assert getattr(grouped, attr) == getattr(inner, attr), attr
     finally:
         grouped.close()
+
+
+def test_both_backends_say_their_bulk_writes_roll_back_cleanly() -> None:
+    # the contract's default is the cautious one (an import then holds Ctrl-C until its commit)
+    from ebb_core.neo4j import Neo4jStore
+
+    assert not GraphStore.bulk_rollback_safe
+    assert KuzuStore.bulk_rollback_safe and Neo4jStore.bulk_rollback_safe
 
 
 def test_a_forward_kept_under_another_name_is_refused() -> None:

@@ -143,6 +143,7 @@ class GroupedBase(GraphStore):
         self.delay = float(delay)
         self.backend = inner.backend
         self.supports_vectors = inner.supports_vectors
+        self.bulk_rollback_safe = inner.bulk_rollback_safe
         self._lock = lock
         self._held: dict[str, dict[str, Adjustment]] = {}  # namespace -> id -> change
         self._held_meta: dict[str, str] = {}

@@ -106,8 +106,9 @@ class TransferMixin(BrainBase):
         Refuses (changing nothing) if a memory id already exists or the file is malformed.
         Returns counts of nodes, edges and audit entries loaded, which are also kept in
         ``last_import`` from the moment the import commits (so that a caller interrupted
-        afterwards can tell that it did). A Ctrl-C before the commit rolls it back (on Kùzu,
-        only before the first row is written: from then on it waits for the commit); after it,
+        afterwards can tell that it did). A Ctrl-C before the commit rolls it back (on a store
+        whose ``bulk_rollback_safe`` is false, only before the first row is written: from then
+        on it waits for the commit); after it,
         :class:`CommittedInterrupt` (a ``KeyboardInterrupt``) carries the counts.
         """
         self.last_import = None
@@ -181,10 +182,9 @@ class TransferMixin(BrainBase):
         audit entries and the keys."""
         store = self._s.store
         _refuse_clashes(store, job)
-        if store.backend == "kuzu":
-            # Kùzu 0.11.3 cannot roll back a bulk load safely (a rolled-back COPY leaves a node
-            # table that grows without bound, a link table emptied: docs/kuzu.md, known
-            # issues), so from the first row written a Ctrl-C waits for the commit.
+        if not store.bulk_rollback_safe:
+            # A store that cannot promise to undo a bulk load cleanly (see the attribute on
+            # the store contract): from the first row written a Ctrl-C waits for the commit.
             gate.hold()
         # Into empty namespaces, with every edge inside the file, the keys follow from the
         # file alone: they are stored with the rows instead of recomputed from the store.

@@ -93,7 +93,7 @@ class KuzuAudit(KuzuBase):
                 for row in table.to_pylist():
                     self._q(AUDIT_CREATE, row)
             else:  # past _COPY_VIA_FILE rows through a Parquet file, not kept by the connection
-                self._copy("Audit", table)
+                self._copy("Audit", table, may_roll_back=True)  # maintain may fail after
             # keep each namespace's last seq at hand: max() over the log is a scan
             for ns, seq in last.items():
                 # >=: with no value kept yet, last_audit_seq reads max(seq) from the log,

@@ -22,6 +22,10 @@ _ROW_VS_BUILD = 30  # a bulk load under 1/30 of the table keeps the text index (
 class KuzuBulk(KuzuBase):
     """The bulk-load half of ``KuzuStore``."""
 
+    # Every write of an import goes through LOAD FROM … CREATE, which Kùzu 0.11.3 rolls back
+    # cleanly (a rolled-back COPY damages the table: see KuzuSession._copy).
+    bulk_rollback_safe = True
+
     @contextmanager
     def bulk_load(self, rows: int) -> Iterator[None]:
         # Kùzu 0.11.3 cannot COPY into Memory while its full-text index is in place once rows
@@ -92,7 +96,7 @@ class KuzuBulk(KuzuBase):
             if n:
                 table = _memory_table(nodes, node_uids, recent, n)
                 if self._index_dropped:
-                    self._copy("Memory", table)
+                    self._copy("Memory", table, may_roll_back=True)
                 else:  # see bulk_load: no COPY into Memory while its text index is there
                     self._create_rows(table)
                 del table
@@ -104,7 +108,7 @@ class KuzuBulk(KuzuBase):
                     self._unset_recent_links(src, dst, a, b)
                 del a, b
                 table = _link_table(src, dst, edges)
-                self._copy("Link", table)
+                self._copy("Link", table, may_roll_back=True, ends=("Memory", "Memory"))
                 del table
 
     def _unset_recent_links(self, src: Any, dst: Any, a: Any, b: Any) -> None:

@@ -284,26 +284,49 @@ class KuzuSession(KuzuBase):
         )
         self._run(f"LOAD FROM $rows {query}", {"rows": table})
 
-    def _copy(self, name: str, table: Any) -> None:
-        """``COPY name FROM`` an Arrow table whose columns are the table's, in order.
+    def _copy(
+        self,
+        name: str,
+        table: Any,
+        *,
+        may_roll_back: bool,
+        ends: tuple[str, str] | None = None,
+    ) -> None:
+        """Write an Arrow table whose columns are the table's, in order: ``COPY name FROM``,
+        or, when ``may_roll_back`` (the caller's transaction may still roll back after this
+        write), ``LOAD FROM … CREATE``. ``ends``: the node tables a rel table ``name`` joins
+        (its first two columns are their primary keys).
+
+        Kùzu 0.11.3: rolling back a transaction in which a ``COPY`` succeeded damages the
+        table (docs/kuzu.md, known issues; ``bench/kuzu_rollback_copy.py``): a node table's
+        next writes and checkpoints grow the store file without bound (2 GB within three
+        one-row writes after 80,000 rows COPYed into a 1,000-row table; a 100k store reached
+        58 GB), or the next COPY aborts the process, even into a table that was empty; a rel
+        table loses every committed row. A rolled-back ``LOAD FROM … CREATE`` does neither.
+        So ``COPY`` only as the last write of a transaction nothing can fail after but its
+        commit (or of none at all).
 
         A large table goes through a Parquet file beside the store, deleted after: Kùzu's
         connection keeps every Arrow table passed to it until the transaction is over (see
         _let_go_of_tables), and an import's tables are ~0.9 GB at a million memories."""
         folder = self._folder
-        # Kùzu 0.11.3: rolling back a transaction whose COPY into a node table succeeded
-        # leaves the table's storage broken: the next writes and checkpoints grow the store
-        # file (and the buffer pool) without bound (measured: 2 GB within three one-row
-        # writes after 80,000 rows COPYed into a 1,000-row table and rolled back; a 100k
-        # store reached 58 GB). ``LOAD FROM ... CREATE`` rolls back cleanly, so the Audit
-        # rows (written inside maintain's transaction, which may still fail) go that way.
-        via = "COPY"
-        if name in _ROLLBACK_SAFE:
+        if not may_roll_back:
+            create = ""
+        elif ends is None:
             cols = ", ".join(f"`{c}`: `{c}`" for c in table.column_names)
-            via = "LOAD"
+            create = f"CREATE (:{name} {{{cols}}})"
+        else:
+            # Two MATCH clauses, each a primary-key lookup: with one ("MATCH (a …), (b …)")
+            # Kùzu 0.11.3 joined every pair and 2,000 links filled a 300 MB buffer pool.
+            a, b, *props = table.column_names
+            cols = ", ".join(f"`{c}`: `{c}`" for c in props)
+            create = (
+                f"MATCH (a:{ends[0]} {{uid: `{a}`}}) MATCH (b:{ends[1]} {{uid: `{b}`}}) "
+                f"CREATE (a)-[:{name} {{{cols}}}]->(b)"
+            )
         if table.num_rows < _COPY_VIA_FILE or any(c in folder for c in "'\\\n"):
-            if via == "LOAD":
-                self._run(f"LOAD FROM $t CREATE (:{name} {{{cols}}})", {"t": table})
+            if create:
+                self._run(f"LOAD FROM $t {create}", {"t": table})
             else:
                 self._run(f"COPY {name} FROM $t", {"t": table})
             return
@@ -313,8 +336,8 @@ class KuzuSession(KuzuBase):
         os.close(fd)
         try:
             pq.write_table(table, path)
-            if via == "LOAD":
-                self._run(f"LOAD FROM '{path}' CREATE (:{name} {{{cols}}})")
+            if create:
+                self._run(f"LOAD FROM '{path}' {create}")
             else:
                 self._run(f"COPY {name} FROM '{path}'")
         finally:
@@ -351,6 +374,4 @@ class KuzuSession(KuzuBase):
 
 _ARROW_ROWS = 1 << 21  # rows per chunk of an Arrow result (see KuzuSession._arrow)
 _COPY_VIA_FILE = 200_000  # rows from which a bulk load goes through a Parquet file
-# Node tables written with LOAD FROM ... CREATE instead of COPY (see KuzuSession._copy)
-_ROLLBACK_SAFE = frozenset({"Audit"})
 _HELD_MAX = 64 << 20  # Arrow bytes a connection may keep before it is replaced

@@ -85,7 +85,10 @@ class KuzuVectors:
         def _q(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]: ...
         def _rows(self, query: str) -> list[list[Any]]: ...
         def _exec(self, query: str) -> None: ...
-        def _copy(self, name: str, table: Any) -> None: ...
+
+        _depth: int  # transactions open (KuzuSession.transaction)
+
+        def _copy(self, name: str, table: Any, *, may_roll_back: bool) -> None: ...
         def matches_for(self, namespace: str, ids: Sequence[str]) -> list[Match]: ...
         def transaction(self) -> AbstractContextManager[None]: ...
         def _run(
@@ -197,6 +200,9 @@ class KuzuVectors:
             return
         table, tail = self._ensure_table(namespace, int(mat.shape[1]))
         uids = [_uid(namespace, i) for i in ids]
+        # Inside a caller's transaction this write may still be rolled back (LOAD FROM);
+        # in its own, a COPY is its last statement (see KuzuSession._copy).
+        nested = self._depth > 0
         with self.transaction():
             if not new:
                 self._delete_uids(table, uids)
@@ -223,6 +229,7 @@ class KuzuVectors:
                                 "vec": vecs,
                             }
                         ),
+                        may_roll_back=nested,
                     )
                 else:
                     self._run(

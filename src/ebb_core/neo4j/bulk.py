@@ -193,6 +193,9 @@ _PROGRESS = "MATCH (m:Meta {key: $k}) SET m.memories = m.memories + $n, m.links 
 class Neo4jBulk(Neo4jSession):
     """The import half of ``Neo4jStore``: ``bulk_load`` and ``bulk_insert``."""
 
+    # A failed or interrupted import deletes what its committed batches created (bulk_load).
+    bulk_rollback_safe = True
+
     @contextmanager
     def bulk_load(self, rows: int) -> Iterator[None]:
         """An import (``Brain.import_``) into empty namespaces is committed in batches.

@@ -27,6 +27,13 @@ class FastWrites(IndexedReads):
             self, namespace: str, ids: Sequence[str], vectors: Any, *, new: bool = False
         ) -> None: ...
 
+    bulk_rollback_safe: bool = False
+    """Whether an import's bulk writes (``bulk_insert`` inside ``bulk_load`` and the caller's
+    transaction) are undone cleanly when that transaction rolls back or raises, at any point
+    after the first row. A store that says so lets a Ctrl-C during an import roll it back; by
+    default (not known to be safe) the import holds a Ctrl-C from its first row written until
+    its commit, then reports the import as committed (``CommittedInterrupt``)."""
+
     def bulk_load(self, rows: int) -> AbstractContextManager[None]:
         """Wrap a large import of ``rows`` nodes (outside any transaction).
 
