@@ -4,9 +4,11 @@ known issues; ``bench/kuzu_rollback_copy.py``).
 
 Each round imports the same synthetic export (``bench/synth.py``, written once to
 ``DATA_DIR``) into a new store, once each way, interleaved (B, A, A, B, …) so that load on the
-machine falls on both; then stores ``--vectors`` random 384-dimension vectors the way an import's
-or ``ebb embed``'s vectors go (``put_vectors(new=True)``), each way. The ``COPY`` side is the
-old behaviour, reached by calling ``KuzuSession._copy`` with ``may_roll_back=False``.
+machine falls on both. The ``COPY`` side is the old behaviour, reached by calling
+``KuzuSession._copy`` with ``may_roll_back=False``. Then (a control: the same path both ways)
+it stores ``--vectors`` random 384-dimension vectors as an import's or ``ebb embed``'s go
+(``put_vectors(new=True)``: a ``COPY`` in a transaction of its own, either way); the two sides
+of the control differ by what the machine's load does to one run.
 
 ``python bench/import_copy_vs_load.py DATA_DIR [--nodes 100000] [--rounds 2] [--json]``
 """
