@@ -105,7 +105,7 @@ class RecallMixin(BrainBase):
                 now_us=now_us,
                 half_life_us=cfg.half_life_us,
                 link_min=min(cfg.spread_link_min, cfg.live_link_min),
-                linked=cfg.spread_sources + k,
+                linked=cfg.spread_sources,
                 links_per_node=max(16 * cfg.spread_sources, 10 * k),
                 meta_keys=(f"reference:{self._ns}",),
             ),

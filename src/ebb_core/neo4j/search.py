@@ -36,14 +36,15 @@ def _superseders(var: str) -> str:
 
 
 #: The strongest links of ``s`` (decayed weight at least ``$lmin``, other end not frozen, at
-#: most ``$per``, in ``strongest_links``'s order), each with what ``matches_for`` and
-#: ``superseded_by`` answer for its other end, as one list ``links`` (a subquery's body).
+#: most ``$per``, in ``strongest_links``'s order), each with what ``matches_for`` answers for
+#: its other end, as one list ``links`` (a subquery's body). The ends' replacements are not
+#: looked for: a hub's are found by expanding its thousands of links, once per link to it.
 _LINKS_OF_S = (
     "OPTIONAL MATCH (s)-[e:LINK]-(m) "
     f"WITH s, m, e, {_DW} AS dw WHERE dw >= $lmin WITH s, m, e, dw WHERE m.tier < 4 "
     "WITH m, e, dw, startNode(e) = s AS out ORDER BY dw DESC, m.id, e.kind LIMIT $per "
     "RETURN collect([m.id, e.kind, out, e.weight, e.reinforced_us, dw, m.key, m.pinned, "
-    f"m.tier, m.kind, {_superseders('m')}]) AS links"
+    "m.tier, m.kind]) AS links"
 )
 
 
@@ -67,11 +68,10 @@ class _Reads:
 
     def add_links(self, node_id: str, rows: Sequence[Sequence[Any]], cap: int) -> None:
         found = []
-        for m, kind, out, w, t, dw, key, pinned, tier, mkind, sup in rows:
+        for m, kind, out, w, t, dw, key, pinned, tier, mkind in rows:
             found.append((float(dw), Link(node_id, m, kind, bool(out), float(w), int(t))))
             if m not in self.matches:
                 self.matches[m] = Match(m, 0.0, float(key or 0.0), bool(pinned), int(tier), mkind)
-                self.sup[m] = list(sup)
         self.links[node_id], self.cap[node_id] = found, cap
         if len(found) < cap:
             self.complete.add(node_id)
@@ -107,12 +107,29 @@ class Neo4jSearch(Neo4jSession):
         reads = self._ahead(namespace)
         if reads is not None and reads.answers(now_us, half_life_us, min_decayed):
             # Each memory's own strongest `limit` hold the strongest `limit` of them all.
+            # The others' strongest `limit` together (the plain query) hold the rest.
             missing = [i for i in ids if not reads.covers(i, limit)]
+            found = [f for i in ids if i not in missing for f in reads.links[i]]
+            found = [f for f in found if f[0] >= min_decayed]
             if missing:
-                self._read_ahead(reads, missing, max(limit, reads.hint.links_per_node))
-            found = [f for i in ids for f in reads.links.get(i, []) if f[0] >= min_decayed]
+                found += self._strongest(
+                    namespace, missing, now_us, half_life_us, min_decayed, limit
+                )
             found.sort(key=lambda f: (-f[0], f[1].other_id, f[1].node_id, f[1].kind))
             return [link for _, link in found[:limit]]
+        got = self._strongest(namespace, ids, now_us, half_life_us, min_decayed, limit)
+        return [link for _, link in got]
+
+    def _strongest(
+        self,
+        namespace: str,
+        ids: Sequence[str],
+        now_us: int,
+        half_life_us: float,
+        min_decayed: float,
+        limit: int,
+    ) -> list[tuple[float, Link]]:
+        """:meth:`strongest_links` by one query, each link with its decayed weight."""
         rows = self._read(
             # Decay first (relationship properties only), then the other end's tier: a hub's
             # stale edges never cost a node read.
@@ -120,7 +137,7 @@ class Neo4jSearch(Neo4jSession):
             f"WITH s, m, e, e.weight * {_DECAY.format(t='e.reinforced_us')} AS dw "
             "WHERE dw >= $min WITH s, m, e, dw WHERE m.tier < 4 "
             "RETURN s.id AS s, m.id AS m, e.kind AS kind, startNode(e) = s AS out, "
-            "e.weight AS w, e.reinforced_us AS t ORDER BY dw DESC, m, s, kind LIMIT $lim",
+            "e.weight AS w, e.reinforced_us AS t, dw ORDER BY dw DESC, m, s, kind LIMIT $lim",
             {
                 "ns": namespace,
                 "ids": ids,
@@ -131,7 +148,10 @@ class Neo4jSearch(Neo4jSession):
             },
         )
         return [
-            Link(r["s"], r["m"], r["kind"], bool(r["out"]), float(r["w"]), int(r["t"]))
+            (
+                float(r["dw"]),
+                Link(r["s"], r["m"], r["kind"], bool(r["out"]), float(r["w"]), int(r["t"])),
+            )
             for r in rows
         ]
 
@@ -243,8 +263,8 @@ class Neo4jSearch(Neo4jSession):
         reads = None
         if hint is not None and hint[0] == namespace and self._local.tx is not None:
             reads = _Reads(namespace, hint[1])
-        projection = _NODE if reads is not None else "n {.id, .key, .pinned, .tier}"
-        rows = self._text(namespace, query, max_tier, want, pool, kinds, projection, reads)
+        light = "n {.id, .key, .pinned, .tier}"
+        rows = self._text(namespace, query, max_tier, want, pool, kinds, light, reads)
         if reads is not None:
             self._keep_ahead(reads, rows)
         return [
@@ -261,9 +281,10 @@ class Neo4jSearch(Neo4jSession):
     def _keep_ahead(self, reads: _Reads, rows: Sequence[Any]) -> None:
         """What :meth:`_text` fetched ahead, kept for the rest of this transaction."""
         for r in rows:
-            reads.add_node(r["n"], r["sup"])
-            if r["idx"] < reads.hint.linked:
-                reads.add_links(r["n"]["id"], r["links"], reads.hint.links_per_node)
+            if r["ahead"] is not None:
+                links, sup, node = r["ahead"]
+                reads.add_node(node, sup)
+                reads.add_links(node["id"], links, reads.hint.links_per_node)
         meta = self._local.meta
         if meta is not None and rows:
             got = dict(rows[0]["meta"])
@@ -335,7 +356,7 @@ class Neo4jSearch(Neo4jSession):
             "mt": int(max_tier),
             "kinds": list(kinds),
         }
-        extra, meta, more = _read_ahead(reads, params) if reads is not None else ("", "", "")
+        extra, meta, more = _ahead_clauses(reads, params) if reads is not None else ("", "", "")
         top, size = want, None
         while True:
             rows = self._read(
@@ -389,10 +410,12 @@ class Neo4jSearch(Neo4jSession):
         return [node_from_row(r["n"]) for r in rows]
 
 
-def _read_ahead(reads: _Reads, params: dict[str, Any]) -> tuple[str, str, str]:
+def _ahead_clauses(reads: _Reads, params: dict[str, Any]) -> tuple[str, str, str]:
     """What ``Neo4jSearch._text`` adds to its statement for a recall's hint (``reads``): the
-    clauses bringing each row's links (``extra``), the settings (``meta``) and what it returns
-    more (``more``); their parameters go into ``params``."""
+    clauses bringing the first ``linked`` rows' node, replacements and links (``extra``; only
+    those rows: a hub's replacements and links cost thousands of link reads, so the other
+    candidates' wait until asked for), the settings (``meta``) and what it returns more
+    (``more``); their parameters go into ``params``."""
     h = reads.hint
     params.update(
         now=int(h.now_us),
@@ -409,6 +432,8 @@ def _read_ahead(reads: _Reads, params: dict[str, Any]) -> tuple[str, str, str]:
     )
     extra = (
         "WITH seen, found, idx, n, score, meta, n AS s "
-        "CALL (s, idx) { WITH s, idx WHERE idx < $linked " + _LINKS_OF_S + " } "
+        "OPTIONAL CALL (s, idx) { WITH s, idx WHERE idx < $linked "
+        "CALL (s) { " + _LINKS_OF_S + " } "
+        f"RETURN [links, {_superseders('s')}, {_S_NODE}] AS ahead }} "
     )
-    return extra, meta, f", idx, meta, {_superseders('n')} AS sup, links"
+    return extra, meta, ", CASE idx WHEN 0 THEN meta END AS meta, ahead"
