@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager, suppress
+from contextlib import AbstractContextManager, nullcontext, suppress
 from typing import TYPE_CHECKING, Any
 
 from ..errors import EbbError
@@ -201,9 +201,16 @@ class KuzuVectors:
         table, tail = self._ensure_table(namespace, int(mat.shape[1]))
         uids = [_uid(namespace, i) for i in ids]
         # Inside a caller's transaction this write may still be rolled back (LOAD FROM);
-        # in its own, a COPY is its last statement (see KuzuSession._copy).
+        # in its own, a COPY is its last statement (see KuzuSession._copy), and a Ctrl-C from
+        # the COPY to the commit waits for the commit (`ebb embed` is often interrupted).
         nested = self._depth > 0
-        with self.transaction():
+        copying = new and not nested and len(uids) > 32
+        gate: Any = nullcontext()
+        if copying:
+            from ..import_job import _InterruptGate
+
+            gate = _InterruptGate()
+        with gate, self.transaction():
             if not new:
                 self._delete_uids(table, uids)
                 self._delete_uids(tail, uids)
@@ -220,6 +227,8 @@ class KuzuVectors:
                     pa.array(mat.reshape(-1), type=pa.float32()), int(mat.shape[1])
                 )
                 if new:  # a bulk load: measured ~1,000 vectors/s created row by row
+                    if copying:
+                        gate.hold()
                     self._copy(
                         tail,
                         pa.table(
@@ -241,6 +250,8 @@ class KuzuVectors:
                     )
             # written through (a uid already there is replaced); a rollback drops the copy
             self._mirror.apply(VectorsWritten(namespace, uids, mat))
+        if copying:
+            gate.release()  # a Ctrl-C during the COPY or the commit is raised now, after it
 
     def _vector_creates(
         self, namespace: str, uids: Sequence[str], vectors: Any, params: dict[str, Any]
