@@ -1,5 +1,6 @@
 """The Kùzu store's bulk path: ``bulk_load`` (the text index dropped and rebuilt around a large
-load) and ``bulk_insert`` (an import's columns written as Arrow tables: ``COPY`` while the index
+load) and ``bulk_insert`` (an import's columns written as Arrow tables with ``LOAD FROM …
+CREATE``, never ``COPY``, which Kùzu 0.11.3 cannot roll back safely: memories so while the index
 is dropped, one ``CREATE`` a memory otherwise)."""
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ class KuzuBulk(KuzuBase):
         # Kùzu 0.11.3 cannot COPY into Memory while its full-text index is in place once rows
         # of it were revised or deleted: the COPY fails with "Found duplicated primary key
         # value N" (the index's own table) and the rollback after it can crash the process.
-        # So bulk_insert COPYs memories only between the drop and the rebuild here, and
+        # (The bulk write is LOAD FROM … CREATE now, see KuzuSession._copy; it keeps the same
+        # rule, not measured with the index in place.)
+        # So bulk_insert bulk-writes memories only between the drop and the rebuild here, and
         # otherwise creates them row by row (~0.7 ms each). A load under 1/_ROW_VS_BUILD of
         # the table goes row by row; a larger one drops the index and rebuilds it afterwards
         # (~90 µs a memory). Kùzu only allows this outside a transaction, hence a context of
@@ -75,11 +78,12 @@ class KuzuBulk(KuzuBase):
     def bulk_insert(
         self, nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]
     ) -> None:
-        """Write an import's memory and link columns: memories (COPY while the text index is
-        dropped, else one CREATE each), then the links' COPY.
+        """Write an import's memory and link columns: memories (one LOAD FROM … CREATE while the
+        text index is dropped, else one CREATE each), then the links (LOAD FROM … MATCH …
+        CREATE). Never COPY: the caller's transaction may still roll back (KuzuSession._copy).
 
         Each big column is released as soon as nothing after needs it (the memories' before
-        the links' COPY, the edge-end indices before the link table), for peak memory at 1M.
+        the links' write, the edge-end indices before the link table), for peak memory at 1M.
         """
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -97,10 +101,10 @@ class KuzuBulk(KuzuBase):
                 table = _memory_table(nodes, node_uids, recent, n)
                 if self._index_dropped:
                     self._copy("Memory", table, may_roll_back=True)
-                else:  # see bulk_load: no COPY into Memory while its text index is there
+                else:  # see bulk_load: no bulk write into Memory while its text index is there
                     self._create_rows(table)
                 del table
-            # What only the memories needed goes before the links' COPY, which needs memory of
+            # What only the memories needed goes before the links' write, which needs memory of
             # its own: at 1M memories the link lists alone are ~0.4 GB.
             del recent, node_uids
             if m:
