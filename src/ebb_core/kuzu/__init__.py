@@ -26,7 +26,8 @@
   scoring pass, the tier reference and tier moves, recent-link lists built in bulk.
 * ``text_index``: the in-process copy of the full-text index (BM25 in numpy, Kùzu's formula),
   held by the mirror.
-* ``vectors``: :class:`~ebb_core.kuzu.vectors.KuzuVectors`, each namespace's vectors: an
+* ``vectors``: :class:`~ebb_core.kuzu.vectors.KuzuVectors` (and ``KuzuVectorScans``, its
+  whole-table counts), each namespace's vectors: an
   unindexed tail searched in process up to a cap, an HNSW index past it.
 * ``queries``: the primary key (``uid``, ``SEP``), row and edge helpers, and the constants the
   modules share.

@@ -42,7 +42,7 @@ from .reads import KuzuReads
 from .schema import KuzuSchema
 from .search import KuzuSearch
 from .session import KuzuSession
-from .vectors import KuzuVectors
+from .vectors import KuzuVectorScans
 from .writes import KuzuWrites
 
 
@@ -53,7 +53,7 @@ class KuzuStore(
     KuzuMeta,
     KuzuSchema,
     KuzuSession,
-    KuzuVectors,
+    KuzuVectorScans,
     KuzuSearch,
     KuzuBulk,
     KuzuAudit,

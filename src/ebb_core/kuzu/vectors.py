@@ -90,6 +90,7 @@ class KuzuVectors:
 
         def _copy(self, name: str, table: Any, *, may_roll_back: bool) -> None: ...
         def matches_for(self, namespace: str, ids: Sequence[str]) -> list[Match]: ...
+        def vector_count(self, namespace: str) -> int: ...  # KuzuVectorScans
         def transaction(self) -> AbstractContextManager[None]: ...
         def _run(
             self, query: Any, params: Mapping[str, Any] | None = None, *, read: bool = False
@@ -440,6 +441,11 @@ class KuzuVectors:
                 self._vec_indexed.add(table)
                 self._mirror.apply(VectorsReset(namespace))  # its table's rows are indexed
             return moved
+
+
+class KuzuVectorScans(KuzuVectors):
+    """Counting a namespace's vectors and finding its memories without one (``ebb embed``,
+    an import's end): whole-table reads kept apart from the vector writes and search."""
 
     def without_vectors(
         self, namespace: str, after: str = "", limit: int = 256
