@@ -73,8 +73,12 @@ class Neo4jKeys(Neo4jSession):
         self._each_node(
             "OPTIONAL MATCH (n)-[e:LINK]-() "
             f"WITH n, sum({edge_term}) AS edges, count(e) AS degree "
-            "SET n.base_key = edges + CASE WHEN n.last_read_us IS NULL THEN 0.0 "
-            f"ELSE {read_term} END, n.degree = degree",
+            "WITH n, degree, edges + CASE WHEN n.last_read_us IS NULL THEN 0.0 "
+            f"ELSE {read_term} END AS base "
+            # Written only where it changed (a write costs a record and an index entry; most
+            # memories' sums are the same from one maintain to the next).
+            "WHERE n.base_key IS NULL OR n.base_key <> base OR n.degree IS NULL "
+            "OR n.degree <> degree SET n.base_key = base, n.degree = degree",
             params,
             batched,
         )
@@ -84,7 +88,8 @@ class Neo4jKeys(Neo4jSession):
             self._each_node(
                 "OPTIONAL MATCH (n)-[:LINK]-(m:Memory) "
                 "WITH n, sum(CASE WHEN m.degree > 0 THEN m.base_key / m.degree ELSE 0.0 END) "
-                "AS shares SET n.key = n.base_key + $spread * shares",
+                "AS shares WITH n, n.base_key + $spread * shares AS key "
+                "WHERE n.key IS NULL OR n.key <> key SET n.key = key",
                 params,
                 batched,
             )
