@@ -5,7 +5,7 @@
 
 Sizes are lines from a definition's first line (its first decorator) to its last, as ``ast``
 reports them; a module's size is its line count. Nested classes and functions are measured too.
-Exit status 0 always: this reports, it does not gate.
+Exit status 0 always: this reports; tests/test_size_report.py gates src on it (make test).
 """
 
 from __future__ import annotations
