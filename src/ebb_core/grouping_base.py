@@ -136,6 +136,18 @@ class GroupedBase(GraphStore):
     are the inner store's.
     """
 
+    _rollback_said: bool | None = None
+
+    @property
+    def bulk_rollback_safe(self) -> bool:
+        """The backend's, read when asked: a Kùzu store says it per bulk load (its size)."""
+        said = self._rollback_said
+        return self.inner.bulk_rollback_safe if said is None else said
+
+    @bulk_rollback_safe.setter
+    def bulk_rollback_safe(self, value: bool) -> None:  # a caller's (or a test's) own say
+        self._rollback_said = value
+
     def __init__(self, inner: GraphStore, delay: float, lock: threading.RLock) -> None:
         if not validate_delay(delay):
             raise InvalidInput("a grouped store needs a delay > 0", field="reinforcement_delay")
@@ -143,7 +155,6 @@ class GroupedBase(GraphStore):
         self.delay = float(delay)
         self.backend = inner.backend
         self.supports_vectors = inner.supports_vectors
-        self.bulk_rollback_safe = inner.bulk_rollback_safe
         self._lock = lock
         self._held: dict[str, dict[str, Adjustment]] = {}  # namespace -> id -> change
         self._held_meta: dict[str, str] = {}

@@ -1,7 +1,8 @@
 """The Kùzu store's bulk path: ``bulk_load`` (the text index dropped and rebuilt around a large
 load) and ``bulk_insert`` (an import's columns written as Arrow tables with ``LOAD FROM …
-CREATE``, never ``COPY``, which Kùzu 0.11.3 cannot roll back safely: memories so while the index
-is dropped, one ``CREATE`` a memory otherwise)."""
+CREATE``, which Kùzu 0.11.3 rolls back cleanly, while the import fits in the buffer pool;
+``COPY`` beyond, with a Ctrl-C held until the commit: see ``KuzuBulk.bulk_rollback_safe``;
+memories so while the index is dropped, one ``CREATE`` a memory otherwise)."""
 
 from __future__ import annotations
 
@@ -12,20 +13,41 @@ from typing import Any
 from ..errors import EbbError
 from ..records import NODE_COLUMNS
 from .base import KuzuBase
+from .engine import _buffer_pool
 from .maintain import _recent_link_lists
 from .mirror import Reloaded
 from .queries import INDEX_STATE, SEP, _release_arrow_memory
 from .tables import link_arrow_types, memory_arrow_types
 
 _ROW_VS_BUILD = 30  # a bulk load under 1/30 of the table keeps the text index (see bulk_load)
+# What a memory and its links (about five) hold of the buffer pool while a LOAD FROM … CREATE
+# waits for its commit: a 1M import (1M memories, 5M links) filled the default 1.5 GiB pool at
+# its memories alone (2026-12-02), a 100k one (500k links) fit.
+_LOAD_BYTES_PER_MEMORY = 4_000
 
 
 class KuzuBulk(KuzuBase):
     """The bulk-load half of ``KuzuStore``."""
 
-    # Every write of an import goes through LOAD FROM … CREATE, which Kùzu 0.11.3 rolls back
-    # cleanly (a rolled-back COPY damages the table: see KuzuSession._copy).
-    bulk_rollback_safe = True
+    _bulk_fits = True  # this bulk load's rows fit in the pool (bulk_load sets it)
+    _rollback_said: bool | None = None
+
+    @property
+    def bulk_rollback_safe(self) -> bool:
+        """True outside a bulk load, and inside one whose rows fit in half the buffer pool (at
+        ``_LOAD_BYTES_PER_MEMORY``: ~196,000 memories at the default 2.5 GiB budget): its
+        writes go through LOAD FROM … CREATE, which Kùzu 0.11.3 rolls back cleanly (a
+        rolled-back COPY damages the table: see KuzuSession._copy). A larger import would fill
+        the pool with rows waiting for the commit (a 1M import failed so), so it is written
+        with COPY and this says False: the import then holds a Ctrl-C from its first row to
+        its commit (transfer._load); only a failure after its COPY (a full disk, no memory)
+        is still exposed. A caller may set it False (its own caution), not make COPY safe."""
+        said = self._rollback_said
+        return self._bulk_fits if said is None else said and self._bulk_fits
+
+    @bulk_rollback_safe.setter
+    def bulk_rollback_safe(self, value: bool) -> None:
+        self._rollback_said = value
 
     @contextmanager
     def bulk_load(self, rows: int) -> Iterator[None]:
@@ -46,6 +68,8 @@ class KuzuBulk(KuzuBase):
             # memories with 100k links grow the file by ~75 MB), counted 2.7 times
             self.check_room(extra=rows * 4_000)
             rebuild = rows > 0 and rows * _ROW_VS_BUILD >= total and not self._depth
+            fits = rows * _LOAD_BYTES_PER_MEMORY <= _buffer_pool(self._budget) // 2
+            self._bulk_fits = fits  # read by the import (transfer._load), below
             if rebuild:
                 self.set_meta(INDEX_STATE, "building")
                 self._drop_text_index()
@@ -57,6 +81,7 @@ class KuzuBulk(KuzuBase):
                 failed = True
                 raise
             finally:
+                self._bulk_fits = True
                 self._let_go_of_tables()  # the loaded columns, before the index build
                 _release_arrow_memory()
                 if rebuild:
@@ -80,7 +105,8 @@ class KuzuBulk(KuzuBase):
     ) -> None:
         """Write an import's memory and link columns: memories (one LOAD FROM … CREATE while the
         text index is dropped, else one CREATE each), then the links (LOAD FROM … MATCH …
-        CREATE). Never COPY: the caller's transaction may still roll back (KuzuSession._copy).
+        CREATE): the caller's transaction may still roll back (KuzuSession._copy). COPY when
+        the bulk load does not fit in the buffer pool (``bulk_rollback_safe`` false).
 
         Each big column is released as soon as nothing after needs it (the memories' before
         the links' write, the edge-end indices before the link table), for peak memory at 1M.
@@ -100,7 +126,7 @@ class KuzuBulk(KuzuBase):
             if n:
                 table = _memory_table(nodes, node_uids, recent, n)
                 if self._index_dropped:
-                    self._copy("Memory", table, may_roll_back=True)
+                    self._copy("Memory", table, may_roll_back=self._bulk_fits)
                 else:  # see bulk_load: no bulk write into Memory while its text index is there
                     self._create_rows(table)
                 del table
@@ -112,7 +138,7 @@ class KuzuBulk(KuzuBase):
                     self._unset_recent_links(src, dst, a, b)
                 del a, b
                 table = _link_table(src, dst, edges)
-                self._copy("Link", table, may_roll_back=True, ends=("Memory", "Memory"))
+                self._copy("Link", table, may_roll_back=self._bulk_fits, ends=("Memory", "Memory"))
                 del table
 
     def _unset_recent_links(self, src: Any, dst: Any, a: Any, b: Any) -> None:
