@@ -20,6 +20,8 @@ candidates) and, without ``--other-src``, makes B this checkout on text alone: t
 vectors at that size, measured under the same load. Both then also take turns at ``remember``
 (a memory linked to two recent hits, in batches as the recalls). Recall and remember times
 exclude the embedder's own time (the query's or the new text's embedding, measured apart).
+``--remember`` makes both sides take those turns at ``remember`` without an embedder too (a
+remember A/B of two versions: ``--other-src OLD/src --remember``).
 
 The default queries (``--queries rare``) are those of ``bench_core``'s recall: 1-3 rarer words,
 with few text matches (spreading and activation fill the ten hits: ``mean_hits`` 10 on both
@@ -187,6 +189,11 @@ def main() -> None:
         help="fake: A's import takes the FAKE hashing embedder's vectors (MiniLM embeds\n"
         "~25 texts/s here: 100k would take an hour); recalls and remembers use --embedder",
     )
+    ap.add_argument(
+        "--remember",
+        action="store_true",
+        help="both sides also take turns at remember (always so with --embedder)",
+    )
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -236,7 +243,7 @@ def main() -> None:
         embeds: dict[tuple[str, str], list[float]] = {}
         cpus: dict[tuple[str, str], list[float]] = {}
         steps = [("run", times)] + ([("com", common)] if args.queries == "both" else [])
-        steps += [("mem", writes)] if args.embedder else []
+        steps += [("mem", writes)] if args.embedder or args.remember else []
         for what, into in steps:
             for lo in range(0, args.ops, args.batch):
                 order = list(procs) if (lo // args.batch) % 2 == 0 else list(reversed(procs))
