@@ -895,19 +895,33 @@ ROLLED_BACK_AUDIT = textwrap.dedent(
 )
 
 
+def _child_lines(
+    script: str, *args: str | Path, timeout: int, env: dict[str, str] | None = None
+) -> list[str]:
+    """Run ``script`` in a child Python (a store that runs away must not take this process with
+    it) and give its output lines; a failure or a timeout fails the test, naming the store."""
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", script, *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
+    except subprocess.TimeoutExpired:
+        db = Path(args[0])
+        size = db.stat().st_size if db.exists() else 0
+        pytest.fail(f"still running after {timeout} s; the store file is {size} bytes")
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.split("\n")
+
+
 def test_a_rolled_back_audit_write_leaves_the_store_file_bounded(tmp_path: Path) -> None:
     # Kùzu 0.11.3: a COPY rolled back with its transaction made the next writes and
     # checkpoints grow the file without bound (2 GB in three small writes here; 58 GB for a
     # 100k store), so the Audit rows are not COPYed (see KuzuSession._copy).
     db = tmp_path / "rolled-back.kuzu"
-    out = subprocess.run(
-        [sys.executable, "-c", ROLLED_BACK_AUDIT, str(db)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    counts, size = out.stdout.split("\n")[:2]
+    counts, size = _child_lines(ROLLED_BACK_AUDIT, db, timeout=240)[:2]
     assert counts.split() == ["1120", "0"]
     assert int(size) < 64 << 20
 
@@ -985,18 +999,8 @@ def test_a_failed_import_leaves_the_store_bounded_and_whole(tmp_path: Path, wher
     # the fix the child aborted: "Invalid transaction type to rollback"; with 80,000 memories
     # its file reached the size limit.)
     db = tmp_path / "failed-import.kuzu"
-    try:
-        out = subprocess.run(
-            [sys.executable, "-c", FAILED_IMPORT, str(db), str(tmp_path), where],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env={**os.environ, "EBB_MEMORY_BUDGET": "512M"},  # a runaway's buffer pool too
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"still running after 300 s; the store file is {db.stat().st_size} bytes")
-    assert out.returncode == 0, out.stderr[-2000:]
-    counts, size = out.stdout.split("\n")[:2]
+    env = {**os.environ, "EBB_MEMORY_BUDGET": "512M"}  # a runaway's buffer pool too
+    counts, size = _child_lines(FAILED_IMPORT, db, tmp_path, where, timeout=300, env=env)[:2]
     assert counts.split() == [str(2000 + 3 + 3000), str(1999 + 2999), "0", "note:kept1999"]
     assert int(size) < 64 << 20
 
@@ -1044,14 +1048,7 @@ def test_a_ctrl_c_at_a_vectors_copy_waits_for_its_commit(tmp_path: Path) -> None
     # vectors): a Ctrl-C between the COPY and the commit would roll the COPY back, which
     # damages the table on Kùzu 0.11.3 (docs/kuzu.md, known issues). It waits for the commit.
     db = tmp_path / "vectors.kuzu"
-    out = subprocess.run(
-        [sys.executable, "-c", INTERRUPTED_VECTORS, str(db)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    said, count, size = out.stdout.split("\n")[:3]
+    said, count, size = _child_lines(INTERRUPTED_VECTORS, db, timeout=300)[:3]
     assert said == "interrupted"
     assert int(count) == 2000 + 20000 + 3 * 40
     assert int(size) < 64 << 20
