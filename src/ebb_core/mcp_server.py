@@ -158,6 +158,7 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
             """The SDK's stdio transport, with Ebb's reader in front of it (see mcp_wire)."""
             from mcp.server.stdio import stdio_server
 
+            from .mcp_direct import DirectCalls
             from .mcp_wire import GuardedStdin, PipeStdout
 
             stdin = GuardedStdin()
@@ -169,6 +170,9 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
                 ):
                     stdin.attach(write_stream)
                     lowlevel = self._lowlevel_server
+                    if stdout is not None and direct_handler is not None:
+                        direct = DirectCalls(lowlevel, direct_handler, short_tools, access)
+                        stdin.direct, stdin.out, stdout.on_write = direct, stdout, direct.sent
                     await lowlevel.run(
                         stdin.messages(read_stream),
                         write_stream,
@@ -190,7 +194,8 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
 
     tools = add_tools(server, run, lambda fn: _on_loop_when_free(fn, access))
     allowed = {name: names for name, (names, _) in tools.items()}
-    _answer_calls_directly(server, tools)
+    direct_handler = _answer_calls_directly(server, tools)
+    short_tools = frozenset(n for n, (_, fn) in tools.items() if inspect.iscoroutinefunction(fn))
     _no_header_walk(server)
     _add_resources(server, run, ResourceError)
     without_idle_tracing(server)
@@ -199,7 +204,7 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
 
 def _answer_calls_directly(
     server: MCPServer[Any], tools: dict[str, tuple[frozenset[str], Callable[..., Any]]]
-) -> None:
+) -> Callable[..., Any] | None:
     """Answer ``tools/call`` with Ebb's own handler, registered on the SDK's low-level server
     (its public ``add_request_handler``), instead of the ``MCPServer`` one.
 
@@ -212,7 +217,8 @@ def _answer_calls_directly(
     holding JSON for a list is still parsed as the SDK parses it), a failed validation
     explained in one line, any error a tool error (``isError: true``). Everything around it is
     still the SDK's (the protocol checks, the initialisation gate, middleware, the result's
-    validation against the protocol version).
+    validation against the protocol version). Returns the handler (``None``: the SDK's kept),
+    which :mod:`ebb_core.mcp_direct` also calls for the short tools over stdio.
     """
     import anyio.to_thread
     from mcp.server.mcpserver.exceptions import ToolError
@@ -222,12 +228,12 @@ def _answer_calls_directly(
     manager = server._tool_manager
     lowlevel = server._lowlevel_server
     if lowlevel.get_request_handler("tools/call") is None or server._extensions:
-        return  # not the handler layout this was written for: keep the SDK's
+        return None  # not the handler layout this was written for: keep the SDK's
     validators = {}
     for name in tools:
         registered = manager.get_tool(name)
         if registered is None:
-            return
+            return None
         validators[name] = registered.fn_metadata.validate_arguments
     short = {name for name, (_, fn) in tools.items() if inspect.iscoroutinefunction(fn)}
 
@@ -261,6 +267,7 @@ def _answer_calls_directly(
             )
 
     lowlevel.add_request_handler("tools/call", CallToolRequestParams, call_tool)
+    return call_tool
 
 
 def _no_header_walk(server: MCPServer[Any]) -> None:

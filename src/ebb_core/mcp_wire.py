@@ -41,11 +41,14 @@ import logging
 import os
 import stat
 import sys
-from collections.abc import Mapping
-from typing import Any, BinaryIO
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import anyio
 import anyio.to_thread
+
+if TYPE_CHECKING:
+    from .mcp_direct import DirectCalls
 
 __all__ = [
     "MAX_DEPTH",
@@ -241,6 +244,9 @@ class GuardedStdin:
 
     def __init__(self, stream: BinaryIO | None = None) -> None:
         self._stream = stream if stream is not None else sys.stdin.buffer
+        self.direct: DirectCalls | None = None
+        """Answers short ``tools/call`` lines here (see :mod:`ebb_core.mcp_direct`)."""
+        self.out: PipeStdout | None = None  # where direct answers are written
         self._write: Any = None
         self._ready: anyio.Event | None = None
         self._pipe: _PipeLines | None = None
@@ -297,6 +303,12 @@ class GuardedStdin:
                 continue
             if not line.strip():
                 continue
+            if self.direct is not None and self.out is not None:
+                reply = await self.direct.answer(line)
+                if reply is not None:
+                    self.out.write_direct(reply + "\n")
+                    await self.out.flush()
+                    continue
             # The SDK parses it once and hands the result (or its parse error) on exactly once
             # per line, in order: :meth:`messages` pairs each with this line.
             self._lines.append(line)
@@ -374,6 +386,8 @@ class _GuardedMessages:
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 raise anyio.EndOfStream from None  # the server is shutting down
             if settled is not None:
+                if self._stdin.direct is not None:
+                    self._stdin.direct.observe(settled)
                 return settled
 
     def __aiter__(self) -> _GuardedMessages:
@@ -508,6 +522,7 @@ class PipeStdout:
         self._writer = writer
         self._private_fd = private_fd
         self._saved_fd = saved_fd
+        self.on_write: Callable[[str], None] | None = None
 
     @classmethod
     async def open(cls) -> PipeStdout | None:
@@ -535,7 +550,14 @@ class PipeStdout:
         return cls(writer, private, saved)
 
     async def write(self, data: str) -> None:
+        """What the SDK's writer writes (each message, a line), seen by ``on_write`` first."""
+        if self.on_write is not None:
+            self.on_write(data)
         self._writer.write(data.encode("utf-8"))
+
+    def write_direct(self, line: str) -> None:
+        """An answer given in the reader (:mod:`ebb_core.mcp_direct`), in the same byte stream."""
+        self._writer.write(line.encode("utf-8"))
 
     async def flush(self) -> None:
         await self._writer.drain()  # waits only while the client is not reading
