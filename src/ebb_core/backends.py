@@ -19,6 +19,7 @@ def open_store(
     path: str | os.PathLike[str] | None = None,
     *,
     read_only: bool = False,
+    only_reads: bool = False,
     wait: float = 0.0,
     create: bool = True,
     on_wait: Callable[[str], None] | None = None,
@@ -31,7 +32,9 @@ def open_store(
     is posted for the holder (see :mod:`ebb_core.handoff`: a running ``ebb mcp`` lets go after
     its current call) and ``on_wait`` is called once with a line saying what is waited for.
     ``create=False``: an embedded store that does not exist raises
-    :class:`~ebb_core.errors.NoStore` (none is made).
+    :class:`~ebb_core.errors.NoStore` (none is made). ``only_reads``: the caller only reads,
+    so a clean embedded store is opened read-only and nothing is written to disk (see
+    :class:`~ebb_core.kuzu_store.KuzuStore`); Neo4j ignores it.
     """
     name = (backend or os.environ.get("EBB_BACKEND") or "kuzu").strip().lower()
     if name == "kuzu":
@@ -43,7 +46,9 @@ def open_store(
         try:
             while True:
                 try:
-                    return KuzuStore(Path(where), read_only=read_only, create=create)
+                    return KuzuStore(
+                        Path(where), read_only=read_only, create=create, only_reads=only_reads
+                    )
                 except StoreLocked:
                     if time.monotonic() >= deadline:
                         raise

@@ -107,6 +107,7 @@ class Brain(
         on_wait: Callable[[str], None] | None = None,
         embedder: Any = None,
         reinforcement_delay: float | None = None,
+        only_reads: bool = False,
     ) -> Brain:
         """Open the store the environment (or the arguments) point at.
 
@@ -126,6 +127,10 @@ class Brain(
         recall reinforces: it counts at once for every read of this ``Brain`` but is written
         with the next write, at ``close``, or within that many seconds (see
         :mod:`ebb_core.grouping`); 0 writes it with each recall.
+
+        ``only_reads=True`` promises that this ``Brain`` will only read (no recall that
+        reinforces): an embedded store that needs no recovery is then opened read-only and
+        left byte for byte as it was; a write through it fails with a ``StorageError``.
         """
         from .backends import open_store
 
@@ -135,7 +140,14 @@ class Brain(
             raw = os.environ.get("EBB_REINFORCEMENT_DELAY", "").strip()
             reinforcement_delay = parse_delay(raw, "EBB_REINFORCEMENT_DELAY") if raw else 0.0
         validate_delay(reinforcement_delay)
-        store = open_store(backend=backend, path=path, wait=wait, create=create, on_wait=on_wait)
+        store = open_store(
+            backend=backend,
+            path=path,
+            wait=wait,
+            create=create,
+            on_wait=on_wait,
+            only_reads=only_reads,
+        )
         try:
             ns = namespace or os.environ.get("EBB_NAMESPACE") or DEFAULT_NAMESPACE
             return cls(

@@ -161,10 +161,17 @@ class Ctx:
 
     @contextmanager
     def brain(
-        self, clock: Clock | None = None, *, create: bool = True, embedder: Any = None
+        self,
+        clock: Clock | None = None,
+        *,
+        create: bool = True,
+        embedder: Any = None,
+        only_reads: bool = False,
     ) -> Iterator[Brain]:
         """The Brain for this command; ``clock``: run as if at another time; ``create=False``
-        (read commands): never create a store, raise :class:`NoStore` where there is none."""
+        (read commands): never create a store, raise :class:`NoStore` where there is none;
+        ``only_reads``: the command writes nothing, so a clean embedded store is opened
+        read-only and left untouched on disk (see ``Brain.open``)."""
         # A running `ebb mcp` keeps the embedded store open between calls: the open asks it to
         # let go (it does after its current call) and says on stderr what it is waiting for.
         brain = Brain.open(
@@ -176,6 +183,7 @@ class Ctx:
             on_wait=_waiting,
             clock=clock,
             embedder=embedder,
+            only_reads=only_reads,
         )
         try:
             yield brain

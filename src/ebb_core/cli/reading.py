@@ -50,7 +50,7 @@ def recall(
     as_json: bool,
 ) -> None:
     """Find the memories most relevant to QUERY, and why each surfaced."""
-    with c.brain(create=False) as b:
+    with c.brain(create=False, only_reads=no_reinforce) as b:
         hits = b.recall(
             query,
             k,
@@ -116,7 +116,7 @@ def _brief_why(hit: Any) -> str:
 @handle_errors
 def history(c: Ctx, id_: str, as_json: bool) -> None:
     """List every version of memory ID's text, oldest first (the last is current)."""
-    with c.brain(create=False) as b:
+    with c.brain(create=False, only_reads=True) as b:
         versions = b.history(id_)
     if as_json:
         emit_json(versions)
@@ -143,7 +143,7 @@ def history(c: Ctx, id_: str, as_json: bool) -> None:
 @handle_errors
 def neighbors(c: Ctx, id_: str, limit: int, as_json: bool) -> None:
     """Memories linked to ID, strongest (decayed) link first."""
-    with c.brain(create=False) as b:
+    with c.brain(create=False, only_reads=True) as b:
         rows = b.neighbors(id_, limit=limit)
     if as_json:
         emit_json(rows)
@@ -175,7 +175,7 @@ tier_choice = click.Choice(list(_TIER_NAMES), case_sensitive=False)
 @handle_errors
 def get_cmd(c: Ctx, id_: str, as_json: bool) -> None:
     """Show memory ID in full (any tier), without reinforcing it. Also: ebb show ID."""
-    with c.brain(create=False) as b:
+    with c.brain(create=False, only_reads=True) as b:
         node = b.get(id_)
         act = b.activation(id_)
     if as_json:
@@ -225,7 +225,7 @@ def list_cmd(
     as_json: bool,
 ) -> None:
     """The namespace's memories in id order (without reinforcing them)."""
-    with c.brain(create=False) as b:
+    with c.brain(create=False, only_reads=True) as b:
         rows = b.memories(
             kinds=kinds, tiers=[_TIER_NAMES[t.lower()] for t in tiers], limit=limit, after=after
         )
@@ -248,7 +248,7 @@ def list_cmd(
 @handle_errors
 def top(c: Ctx, k: int, depth: int, kinds: tuple[str, ...], as_json: bool) -> None:
     """The most active memories right now (without reinforcing them)."""
-    with c.brain(create=False) as b:
+    with c.brain(create=False, only_reads=True) as b:
         rows = b.top(k, depth=depth, kinds=kinds)
         acts = [b.activation(n.id) for n in rows]
     if as_json:
@@ -272,7 +272,7 @@ def top(c: Ctx, k: int, depth: int, kinds: tuple[str, ...], as_json: bool) -> No
 @handle_errors
 def namespaces(c: Ctx, as_json: bool) -> None:
     """Every namespace in the store."""
-    with c.brain(create=False) as b:
+    with c.brain(create=False, only_reads=True) as b:
         names = b.namespaces()
     if as_json:
         emit_json(names)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 @handle_errors
 def export(c: Ctx, dest: str, all_namespaces: bool) -> None:
     """Write the namespace to DEST as JSON Lines (lossless; '-' for stdout)."""
-    with c.brain(create=False) as b:
+    with c.brain(create=False, only_reads=True) as b:
         if dest == "-":
             n = b.export(sys.stdout, all_namespaces=all_namespaces)
             return
@@ -199,7 +199,7 @@ def _ingest(c: Ctx, path: str, by: str, kind: str, dry_run: bool, as_json: bool)
 
     if dry_run:
         try:
-            with c.brain(create=False) as b:
+            with c.brain(create=False, only_reads=True) as b:
                 report = ingest(b, path, by=by, kind=kind, dry_run=True)
         except NoStore:
             report = ingest(None, path, by=by, kind=kind, dry_run=True)

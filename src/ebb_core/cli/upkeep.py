@@ -56,7 +56,7 @@ def maintain(c: Ctx, spreading: str, now: str | None, dry_run: bool, as_json: bo
 
 
 def _maintain_preview(c: Ctx, clock: Clock | None, as_json: bool) -> None:
-    with c.brain(clock, create=False) as b:
+    with c.brain(clock, create=False, only_reads=True) as b:
         moves = b.maintain_preview()
     if as_json:
         rows = [
@@ -85,7 +85,7 @@ def _maintain_preview(c: Ctx, clock: Clock | None, as_json: bool) -> None:
 @handle_errors
 def review(c: Ctx, limit: int, as_json: bool) -> None:
     """The review queue: memories waiting for a human to approve deletion (or restore)."""
-    with c.brain(create=False) as b:
+    with c.brain(create=False, only_reads=True) as b:
         items = b.review_queue(limit)
     if as_json:
         emit_json(items)
@@ -129,7 +129,7 @@ def approve(c: Ctx, ids: tuple[str, ...], approved_by: str, note: str, as_json: 
 @handle_errors
 def stats(c: Ctx, as_json: bool) -> None:
     """Counts for the namespace: memories per tier, edges, review queue."""
-    with c.brain(create=False) as b:
+    with c.brain(create=False, only_reads=True) as b:
         s = b.stats()
     if as_json:
         emit_json(s)
@@ -160,7 +160,7 @@ def stats(c: Ctx, as_json: bool) -> None:
 @handle_errors
 def log_cmd(c: Ctx, limit: int, node_id: str | None, action: str | None, as_json: bool) -> None:
     """The audit log: every tier change, forget, restore, pin and approved deletion."""
-    with c.brain(create=False) as b:
+    with c.brain(create=False, only_reads=True) as b:
         entries = b.audit_log(limit, node_id=node_id, action=action)
     if as_json:
         emit_json(entries)

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 class KuzuBase(GraphStore):
     """The shared base of the Kùzu store's mixins (no state or behaviour of its own)."""
 
+    #: opened read-only (``read_only``, or ``only_reads`` on a clean store): writes are refused
+    read_only: bool = False
+
     if TYPE_CHECKING:  # provided by KuzuStore
         _lock: Any
         _path: str

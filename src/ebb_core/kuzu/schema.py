@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import (
     BackendUnavailable,
+    StorageError,
 )
 from .base import KuzuBase
 from .engine import (
@@ -30,6 +31,8 @@ class KuzuSchema(KuzuBase):
 
     def _ensure_schema(self) -> None:
         with self._lock:
+            if self._current_version():
+                return
             existing = {r[0] for r in self._rows("CALL show_tables() RETURN name")}
             for name, ddl in SCHEMA:
                 if name not in existing:  # each DDL commits on its own (a WAL record each)
@@ -47,6 +50,22 @@ class KuzuSchema(KuzuBase):
                     f"the store {self._path} has schema version {version!r}; this Ebb expects "
                     f"{SCHEMA_VERSION}: export it with the Ebb that wrote it and import it here"
                 )
+
+    def _ready_for_reading(self) -> bool:
+        """Whether a store opened read-only needs nothing a writer's open does: every table
+        there, the current schema version, and a finished text index."""
+        with self._lock:
+            return self._current_version() and self.text_index_state() == "ready"
+
+    def _current_version(self) -> bool:
+        """Whether the store has this Ebb's schema: its version is written only after every
+        table of it was created, so a current version needs no look at the tables (which
+        costs a one-shot command ~10 ms)."""
+        try:
+            return self.get_meta("schema_version") == SCHEMA_VERSION
+        except StorageError:  # no Meta table: a new store, or one whose creation was killed
+            self._prepared.clear()  # the statement prepared against a missing table
+            return False
 
     # -- the full-text index -------------------------------------------------------------------
     # CREATE_FTS_INDEX on Kùzu 0.11.3 is a script of auto-committed statements (stop-word table,

@@ -25,6 +25,7 @@ from .engine import (
     _CHECKPOINT_WAL,
     _PREPARED_MAX,
     _ROOM,
+    _WRITE_WORD,
     _all,
     _reads_only,
     _room_for,
@@ -51,6 +52,8 @@ class KuzuSession(KuzuBase):
         self, query: str, params: Mapping[str, Any] | None, *, solo: bool = False
     ) -> list[list[Any]]:
         """Run a prepared ``query``; ``solo``: as its own auto-committed transaction."""
+        if self.read_only and _writes(query):
+            self._refuse_write()
         stmt = self._prepared.get(query)
         if stmt is None:
             # kuzu 0.11 (its final release) deprecates prepare(); prepared statements are faster.
@@ -91,10 +94,14 @@ class KuzuSession(KuzuBase):
                 raise RuntimeError(  # a bug in the caller, not a storage failure
                     "a statement after a final write_event: that write is already committed"
                 )
-            if not self._begun and not read:
+            # Read-only: every statement reads (writes are refused by their text), each in
+            # its own read transaction.
+            if not self._begun and not read and not self.read_only:
                 self.check_room()
                 self._exec("BEGIN TRANSACTION")
                 self._begun = True
+        if self.read_only and isinstance(query, str) and _writes(query):
+            self._refuse_write()
         if params:
             self._note_tables(params)
         try:
@@ -159,7 +166,19 @@ class KuzuSession(KuzuBase):
             self._wal_failed = True
         return err
 
+    def _refuse_write(self) -> None:
+        """A write on a store opened read-only, refused before Kùzu sees it: Kùzu 0.11.3 takes
+        some writes in read-only mode as far as its files, fails there ("Cannot write to
+        file") and leaves a ``.wal`` and ``.shadow`` behind."""
+        raise StorageError(
+            f"the store {self._path} was opened for reading only (only_reads=True): this "
+            "write was refused and nothing was written; open it without only_reads to write",
+            path=self._path,
+        )
+
     def _exec(self, query: str) -> None:
+        if self.read_only and _writes(query):
+            self._refuse_write()
         try:
             self._conn.execute(query)
         except RuntimeError as exc:
@@ -375,3 +394,18 @@ class KuzuSession(KuzuBase):
 _ARROW_ROWS = 1 << 21  # rows per chunk of an Arrow result (see KuzuSession._arrow)
 _COPY_VIA_FILE = 200_000  # rows from which a bulk load goes through a Parquet file
 _HELD_MAX = 64 << 20  # Arrow bytes a connection may keep before it is replaced
+
+
+def _writes(query: str) -> bool:
+    """Whether statement ``query`` (one of this package's, never user text) may write: a
+    writing clause, a transaction or checkpoint, or a procedure that creates or drops. Loading
+    an extension and the session's own switches do not."""
+    head = query.lstrip().upper()
+    if head.startswith(("LOAD EXTENSION", "CALL ENABLE_INTERNAL_CATALOG")):
+        return False
+    return (
+        head.startswith(("BEGIN", "COMMIT", "ROLLBACK", "CHECKPOINT"))
+        or "CREATE_" in head
+        or "DROP_" in head
+        or _WRITE_WORD.search(query) is not None
+    )

@@ -77,6 +77,7 @@ class KuzuStore(
         rebuild: bool = True,
         memory_budget: int | None = None,
         mirror: bool | None = None,
+        only_reads: bool = False,
     ) -> None:
         """Open (or, unless ``create`` is false, create) the store file at ``path``.
 
@@ -93,9 +94,19 @@ class KuzuStore(
         old file kept beside it, and a :class:`StoreRebuilt` warning says where.
         ``mirror=False`` (default: ``EBB_KUZU_MIRROR``, on) keeps no in-process copy of the
         tables between writes (see :mod:`ebb_core.kuzu.mirror`): slower, for tests.
+        ``only_reads``: the caller will only read (``ebb stats``, ``ebb recall --no-reinforce``):
+        a store that needs nothing done (no write-ahead log to replay, current schema, text
+        index ready) is opened read-only, which writes nothing to disk (no log, no checkpoint,
+        no sync on open or close); any other store is opened read-write and cleaned up as above.
         """
         self._check_path(path, create)
         kuzu = _kuzu.load()
+        if only_reads and not read_only and self._clean_on_disk():
+            try:
+                self._open_read_only(kuzu, snapshot, memory_budget, mirror)
+                return
+            except _NotClean:
+                pass  # opened read-write below, which recovers it
         recovering = self._leftover_log(read_only)
         self._budget = memory_budget_from_env() if memory_budget is None else int(memory_budget)
         self.tier_moves_per_transaction = moves_per_transaction(self._budget)
@@ -103,7 +114,44 @@ class KuzuStore(
         if mirror is None:  # EBB_KUZU_MIRROR=0: no in-process copy kept (see kuzu.mirror)
             mirror = os.environ.get("EBB_KUZU_MIRROR", "1").strip().lower() not in _OFF
         self._init_state(snapshot, mirror)
+        self.read_only = read_only
         self._connect(kuzu, path, read_only, recovering, self._snapshot, rebuild)
+
+    def _clean_on_disk(self) -> bool:
+        """Whether the store file is there and no write-ahead log or checkpoint file is left
+        beside it (what a writer killed before it closed leaves)."""
+        try:
+            if os.stat(self._path).st_size == 0:
+                return False
+        except OSError:
+            return False
+        for leftover in (".wal", ".shadow"):
+            try:
+                if os.stat(self._path + leftover).st_size > 0:
+                    return False
+            except OSError:
+                pass
+        return True
+
+    def _open_read_only(
+        self, kuzu: Any, snapshot: bool | None, memory_budget: int | None, mirror: bool | None
+    ) -> None:
+        """Open a clean store read-only (see ``only_reads``); :class:`_NotClean` (closed again)
+        if it needs a writer after all."""
+        self._budget = memory_budget_from_env() if memory_budget is None else int(memory_budget)
+        self.tier_moves_per_transaction = moves_per_transaction(self._budget)
+        self._open_engine(kuzu, True, False)
+        if mirror is None:
+            mirror = os.environ.get("EBB_KUZU_MIRROR", "1").strip().lower() not in _OFF
+        self._init_state(snapshot, mirror)
+        self._connect(kuzu, self._path, True, False, self._snapshot, False)
+        self.read_only = True
+        # Checked with the store's lock held, so no writer can have come and gone since
+        # _clean_on_disk: a log now is one Kùzu replayed only in memory, which leaves the text
+        # index without its rows; a writer replays it, rebuilds the index and checkpoints.
+        if not self._clean_on_disk() or not self._ready_for_reading():
+            self.close()
+            raise _NotClean
 
     def _check_path(self, path: str | os.PathLike[str], create: bool) -> None:
         """Set ``_path`` and ``_folder``, refusing a path that cannot hold a store."""
@@ -276,6 +324,10 @@ class KuzuStore(
                     thing.close()
             except Exception:  # already failing: the first error is the one reported
                 pass
+
+
+class _NotClean(Exception):
+    """A store opened read-only turned out to need a writer (see ``KuzuStore._open_read_only``)."""
 
 
 _COLD_CALLS = 16  # most lookups answered by queries before the recall columns are built
