@@ -517,7 +517,7 @@ def test_a_kill_while_remembering_leaves_no_memory_without_its_vector(
         b.remember("zebra number zero", id="z:0")
         send = KuzuWrites._send_event
         def send_then_die(self, query, *args, **kwargs):
-            assert "MemoryVectorTail_" in query  # the vector goes with the memory
+            assert "MemoryVectorTail64_" in query  # the vector goes with the memory
             if {when!r} == "after":
                 send(self, query, *args, **kwargs)
             os._exit(0)  # killed: no close, no checkpoint

@@ -388,7 +388,7 @@ def test_remembering_a_new_memory_writes_it_and_its_vector_in_one_statement(
     assert vector_deletes == []
     # each memory, its links and its vector: one statement; with nothing else to write in its
     # transaction, auto-committed (no BEGIN, no COMMIT), as a text-only remember's
-    writes = [s for s in sent if "MemoryVectorTail_" in s]
+    writes = [s for s in sent if "MemoryVectorTail64_" in s]
     assert len(writes) == 2 and all(":Memory {" in s for s in writes)
     assert "(x0)" in writes[1]  # the link, in the same statement
     assert writes[0] in solo and "BEGIN TRANSACTION" not in sent[: sent.index(writes[0])]

@@ -442,31 +442,46 @@ def _read_vectors(conn: Any, report: Report) -> dict[str, tuple[list[str], Any]]
     (``ebb embed`` makes those vectors again)."""
     import numpy as np
 
-    from .kuzu.vectors import PREFIX, TAIL_PREFIX
+    from .kuzu.vector_rows import COLUMN, decode, dim_of
+    from .kuzu.vectors import OLD_TAIL_PREFIX, PREFIX, TAIL_PREFIX
 
     out: dict[str, tuple[list[str], Any]] = {}
     try:
         names = [
             str(r[0])
             for r in _rows(conn, "CALL show_tables() RETURN name")
-            if str(r[0]).startswith((PREFIX, TAIL_PREFIX))
+            if str(r[0]).startswith((PREFIX, TAIL_PREFIX, OLD_TAIL_PREFIX))
+        ]
+        # a base64 tail beside an older FLOAT[dim] one is a conversion not finished: the old
+        # one holds every row
+        names = [
+            n
+            for n in names
+            if not (n.startswith(TAIL_PREFIX) and OLD_TAIL_PREFIX + n[len(TAIL_PREFIX) :] in names)
         ]
     except RuntimeError as exc:
         report.actions.append(f"could not list the vector tables ({exc}): vectors not salvaged")
         return out
     for name in sorted(names):
         try:
-            result = conn.execute(f"MATCH (v:{name}) RETURN v.uid, v.ns, v.vec")
+            # a tail keeps base64 strings (``vb``), an older tail or an indexed table FLOAT[]
+            columns = [str(r[1]) for r in _rows(conn, f"CALL table_info('{name}') RETURN *")]
+            column = "vec" if "vec" in columns else COLUMN
+            result = conn.execute(f"MATCH (v:{name}) RETURN v.uid, v.ns, v.{column}")
             assert not isinstance(result, list)
             arrow = result.get_as_arrow(chunk_size=1_000_000)
-        except RuntimeError as exc:
+            if not arrow.num_rows:
+                continue
+            uids, spaces = arrow.column(0).to_pylist(), arrow.column(1).to_pylist()
+            if column == COLUMN:
+                strings = arrow.column(2).to_pylist()
+                mat = decode(strings, dim_of(strings[0]))
+            else:
+                flat = arrow.column(2).combine_chunks().flatten().to_numpy(zero_copy_only=False)
+                mat = np.asarray(flat, dtype=np.float32).reshape(len(uids), -1)
+        except (RuntimeError, EbbError) as exc:
             report.actions.append(f"could not read {name} ({exc}): its vectors not salvaged")
             continue
-        if not arrow.num_rows:
-            continue
-        uids, spaces = arrow.column(0).to_pylist(), arrow.column(1).to_pylist()
-        flat = arrow.column(2).combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        mat = np.asarray(flat, dtype=np.float32).reshape(len(uids), -1)
         for row, (u, ns) in enumerate(zip(uids, spaces, strict=True)):
             ids, rows = out.setdefault(ns, ([], []))
             ids.append(u[len(ns) + 1 :])

@@ -29,7 +29,8 @@ STOPWORDS = 570  # rows of Kùzu 0.11.3's default English stop-word table
 class KuzuSchema(KuzuBase):
     """The tables and the full-text index (mixed into :class:`~ebb_core.kuzu_store.KuzuStore`)."""
 
-    def _ensure_schema(self) -> None:
+    def _ensure_schema(self) -> set[str]:
+        """Make the missing tables; returns the names of the tables that were there."""
         with self._lock:
             if self._current_version():
                 return
@@ -50,6 +51,7 @@ class KuzuSchema(KuzuBase):
                     f"the store {self._path} has schema version {version!r}; this Ebb expects "
                     f"{SCHEMA_VERSION}: export it with the Ebb that wrote it and import it here"
                 )
+            return existing
 
     def _ready_for_reading(self) -> bool:
         """Whether a store opened read-only needs nothing a writer's open does: every table

@@ -42,7 +42,7 @@ from .reads import KuzuReads
 from .schema import KuzuSchema
 from .search import KuzuSearch
 from .session import KuzuSession
-from .vectors import KuzuVectorScans
+from .vectors import OLD_TAIL_PREFIX, KuzuVectorScans
 from .writes import KuzuWrites
 
 
@@ -274,7 +274,9 @@ class KuzuStore(
                 self._exec(f"LOAD EXTENSION {ext}")
             if not read_only:
                 self._remove_copy_files()
-                self._ensure_schema()
+                existing = self._ensure_schema()
+                if any(t.startswith(OLD_TAIL_PREFIX) for t in existing):
+                    self._upgrade_vector_tails()  # an older store's tails (kuzu.vector_rows)
                 self._ensure_text_index(force=recovering)
         except StorageError as exc:
             self._abandon()

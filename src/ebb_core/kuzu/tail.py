@@ -107,15 +107,6 @@ class _Tail:
         self.mat[at] = mat
         self.bits[:, at] = self._signs(mat).T
 
-    def add_arrow(self, arrow: Any) -> None:
-        """Add the rows of an Arrow table of uids (``u``) and vectors (``v``, lists of floats)."""
-        import numpy as np
-
-        if arrow.num_rows:
-            col = arrow.column("v").combine_chunks()
-            mat = np.asarray(col.flatten().to_numpy(zero_copy_only=False), np.float32)
-            self.add(arrow.column("u").to_pylist(), mat.reshape(-1, self.dim))
-
     def remove(self, uids: Iterable[str]) -> None:
         import numpy as np
 

@@ -1,20 +1,23 @@
 """Vectors in the Kùzu store: per namespace, searched in process up to a cap, an HNSW index past it.
 
 Mixed into :class:`~ebb_core.kuzu_store.KuzuStore`; a store without an embedder never creates
-one. A namespace (``<h>``: a digest of it, so no user text
-reaches the DDL) has two tables of ``(uid, ns, vec FLOAT[dim])``, made on its first vector:
+one. A namespace (``<h>``: a digest of it, so no user text reaches the DDL) has two tables, made
+on its first vector:
 
-- ``MemoryVectorTail_<h>``, without an index: where every new vector goes (``remember``,
-  imports, ``ebb embed``). Recall searches it in process: a numpy copy (the vectors and their
-  packed sign bits), loaded on first use and kept in step with this process's writes (a
-  rollback drops it). Up to ``EXACT_MAX`` (20,000) vectors the search is exact (one
-  matrix-vector product); above, the rows whose sign bits differ least from the query's (a
-  shortlist of 10 × the pool, at least ``SHORTLIST_MIN`` = 500) are re-ranked by their exact
-  cosine.
-- ``MemoryVector_<h>``, with an HNSW index (Kùzu's bundled ``vector`` extension, cosine), used
-  only once the namespace holds more than :meth:`KuzuVectors.in_process_cap` vectors
-  (``IN_PROCESS_MAX`` = 200,000, fewer when they would not fit in an eighth of the store's
-  memory budget, ``EBB_MEMORY_BUDGET``; ~1.7 KB a 384-dimensional vector).
+- ``MemoryVectorTail_<h>`` ``(uid, ns, vb STRING)``, without an index: where every new vector
+  goes (``remember``, imports, ``ebb embed``), as the base64 of its float32 bytes (see
+  :mod:`ebb_core.kuzu.vector_rows`: Kùzu's Python binding made a 384-float list parameter cost
+  more than the rest of a ``remember``'s statement; older stores are converted on open).
+  Recall searches it in process: a numpy copy (the vectors and their packed sign bits), loaded
+  on first use and kept in step with this process's writes (a rollback drops it). Up to
+  ``EXACT_MAX`` (20,000) vectors the search is exact (one matrix-vector product); above, the
+  rows whose sign bits differ least from the query's (a shortlist of 10 × the pool, at least
+  ``SHORTLIST_MIN`` = 500) are re-ranked by their exact cosine.
+- ``MemoryVector_<h>`` ``(uid, ns, vec FLOAT[dim])``, with an HNSW index (Kùzu's bundled
+  ``vector`` extension, cosine), used only once the namespace holds more than
+  :meth:`KuzuVectors.in_process_cap` vectors (``IN_PROCESS_MAX`` = 200,000, fewer when they
+  would not fit in an eighth of the store's memory budget, ``EBB_MEMORY_BUDGET``; ~1.7 KB a
+  384-dimensional vector). A move into it decodes the tail's strings.
 
 Why: Kùzu 0.11.3's HNSW index takes ~65-130 384-dimensional vectors a second here (a remember with
 a vector was 3.6x a text-only one, an import ~20x slower), while searching 100,000 in process
@@ -46,12 +49,15 @@ from ..store import Match
 from .mirror import VectorsRemoved, VectorsReset, VectorsWritten
 from .queries import uid as _uid
 from .tail import _Tail
+from .vector_rows import COLUMN, encode, move_rows, read_rows, upgrade_tail
 
 if TYPE_CHECKING:  # numpy is imported where vectors are read: a one-shot command may need none
     from .mirror import Mirror
 
 PREFIX = "MemoryVector_"
-TAIL_PREFIX = "MemoryVectorTail_"
+TAIL_PREFIX = "MemoryVectorTail64_"
+#: the tails of stores written before the base64 form: ``vec FLOAT[dim]`` (converted on open)
+OLD_TAIL_PREFIX = "MemoryVectorTail_"
 #: ``maintain`` moves a namespace's tail into its HNSW index once it holds this many vectors
 #: (below it, an exact search of the tail costs less than the index's query)
 TAIL_MIN = 1000
@@ -103,7 +109,9 @@ class KuzuVectors:
             with self._lock:
                 rows = self._rows("CALL show_tables() RETURN name")
                 self._vec_tables = {
-                    r[0] for r in rows if str(r[0]).startswith((PREFIX, TAIL_PREFIX))
+                    r[0]
+                    for r in rows
+                    if str(r[0]).startswith((PREFIX, TAIL_PREFIX, OLD_TAIL_PREFIX))
                 }
                 self._vec_indexed = {
                     str(r[0])
@@ -111,10 +119,13 @@ class KuzuVectors:
                     if str(r[0]).startswith(PREFIX)
                 }
                 self._vec_dim = None
-                for name in sorted(self._vec_tables)[:1]:
+                # from an indexed table (made with every tail; an old tail has FLOAT[dim] too)
+                for name in sorted(self._vec_tables, key=lambda t: not t.startswith(PREFIX)):
                     for r in self._rows(f"CALL table_info('{name}') RETURN *"):
-                        if r[1] == "vec":
+                        if r[1] == "vec" and self._vec_dim is None:
                             self._vec_dim = int(str(r[2]).rsplit("[", 1)[1].rstrip("]"))
+                    if self._vec_dim is not None:
+                        break
                 self._vec_checked = True
         return self._vec_tables
 
@@ -165,11 +176,11 @@ class KuzuVectors:
         if table in tables and tail in tables:
             return table, tail
         with self._lock:
-            for name in (table, tail):
+            for name, column in ((table, f"vec FLOAT[{int(dim)}]"), (tail, f"{COLUMN} STRING")):
                 if name not in tables:
                     self._exec(
                         f"CREATE NODE TABLE IF NOT EXISTS {name}(uid STRING PRIMARY KEY, "
-                        f"ns STRING, vec FLOAT[{int(dim)}])"
+                        f"ns STRING, {column})"
                     )
                     tables.add(name)
             self._vec_dim = dim
@@ -216,17 +227,15 @@ class KuzuVectors:
                 self._delete_uids(table, uids)
                 self._delete_uids(tail, uids)
             if len(uids) <= 32:
-                for u, row in zip(uids, mat, strict=True):
+                for u, enc in zip(uids, encode(mat), strict=True):
                     self._q(
-                        f"CREATE (:{tail} {{uid: $u, ns: $ns, vec: $v}})",
-                        {"u": u, "ns": namespace, "v": row.tolist()},
+                        f"CREATE (:{tail} {{uid: $u, ns: $ns, {COLUMN}: $v}})",
+                        {"u": u, "ns": namespace, "v": enc},
                     )
             else:
                 import pyarrow as pa
 
-                vecs = pa.FixedSizeListArray.from_arrays(
-                    pa.array(mat.reshape(-1), type=pa.float32()), int(mat.shape[1])
-                )
+                vecs = pa.array(encode(mat), type=pa.string())
                 if new:  # a bulk load: measured ~1,000 vectors/s created row by row
                     if copying:
                         gate.hold()
@@ -236,14 +245,14 @@ class KuzuVectors:
                             {
                                 "uid": pa.array(uids, type=pa.string()),
                                 "ns": pa.array([namespace] * len(uids), type=pa.string()),
-                                "vec": vecs,
+                                COLUMN: vecs,
                             }
                         ),
                         may_roll_back=nested,
                     )
                 else:
                     self._run(
-                        f"LOAD FROM $rows CREATE (:{tail} {{uid: u, ns: $ns, vec: v}})",
+                        f"LOAD FROM $rows CREATE (:{tail} {{uid: u, ns: $ns, {COLUMN}: v}})",
                         {
                             "rows": pa.table({"u": pa.array(uids, type=pa.string()), "v": vecs}),
                             "ns": namespace,
@@ -273,9 +282,9 @@ class KuzuVectors:
             )
         items = []
         params["vns"] = namespace
-        for k, (u, row) in enumerate(zip(uids, mat, strict=True)):
-            items.append(f"(:{tail} {{uid: $v{k}_u, ns: $vns, vec: $v{k}_v}})")
-            params[f"v{k}_u"], params[f"v{k}_v"] = u, row.tolist()
+        for k, (u, enc) in enumerate(zip(uids, encode(mat), strict=True)):
+            items.append(f"(:{tail} {{uid: $v{k}_u, ns: $vns, {COLUMN}: $v{k}_v}})")
+            params[f"v{k}_u"], params[f"v{k}_v"] = u, enc
         return items, mat
 
     def _delete_uids(self, table: str, uids: Sequence[str]) -> None:
@@ -298,33 +307,42 @@ class KuzuVectors:
             self._mirror.apply(VectorsRemoved(namespace, uids))
 
     def vectors_of(self, namespace: str, ids: Sequence[str]) -> dict[str, Any]:
-        import numpy as np
-
         table = self._table(namespace)
         if table is None or not ids:
             return {}
-        _, _, tail = _names(namespace)
+        tail = self._read_tail(namespace)
         tables = [t for t in (table, tail) if t in self._tables()]
         out: dict[str, Any] = {}
         for start in range(0, len(ids), 1000):
             chunk = list(ids[start : start + 1000])
             by_uid: dict[str, Any] = {}
             for name in tables:
-                rows = self._q(
-                    f"MATCH (v:{name}) WHERE v.uid IN $us RETURN v.uid, v.vec",
-                    {"us": [_uid(namespace, i) for i in chunk]},
-                )
-                by_uid.update((r[0], r[1]) for r in rows)
+                got, mat = self._vector_rows(name, [_uid(namespace, i) for i in chunk])
+                by_uid.update(zip(got, mat, strict=True))
             for i in chunk:
                 vec = by_uid.get(_uid(namespace, i))
                 if vec is not None:
-                    out[i] = np.asarray(vec, dtype=np.float32)
+                    out[i] = vec
         return out
+
+    def _read_tail(self, namespace: str) -> str:
+        """The namespace's tail to read: an older store's ``FLOAT[dim]`` one while it is there
+        (opened read-only, or its conversion not finished), else the base64 one."""
+        _, _, tail = _names(namespace)
+        old = OLD_TAIL_PREFIX + tail[len(TAIL_PREFIX) :]
+        return old if old in self._tables() else tail
+
+    def _vector_rows(self, name: str, uids: Sequence[str] | None = None) -> tuple[list[str], Any]:
+        """The uids and float32 vectors (a matrix) of the vector table ``name``'s rows (those
+        of ``uids`` only, when given), whichever form it keeps them in."""
+        column = COLUMN if name.startswith(TAIL_PREFIX) else "vec"
+        return read_rows(self, name, column, int(self._vec_dim or 0), uids)
 
     def _unindexed(self, namespace: str) -> _Tail | None:
         """The namespace's vectors outside any built index (its tail, and the indexed table's
         rows if its index is not built yet), in process; None when it has none."""
-        table, _, tail = _names(namespace)
+        table, _, _ = _names(namespace)
+        tail = self._read_tail(namespace)
         tables = self._tables()
         got = self._mirror.vectors.get(namespace)
         if got is not None:
@@ -337,8 +355,9 @@ class KuzuVectors:
         if table in tables and not self._indexed(table):
             names.append(table)
         for name in names:
-            result = self._run(f"MATCH (v:{name}) RETURN v.uid AS u, v.vec AS v", read=True)
-            got.add_arrow(result.get_as_arrow(chunk_size=1_000_000))
+            uids, mat = self._vector_rows(name)
+            if uids:
+                got.add(uids, mat)
         self._mirror.vectors_read(namespace, got)  # kept while the mirror is on
         return got
 
@@ -422,13 +441,9 @@ class KuzuVectors:
                 uids = [r[0] for r in self._q(f"MATCH (v:{tail}) RETURN v.uid{take}")]
                 for start in range(0, len(uids), 5000):
                     part = uids[start : start + 5000]
-                    with self.transaction():
-                        self._q(
-                            f"MATCH (v:{tail}) WHERE v.uid IN $us "
-                            f"CREATE (:{table} {{uid: v.uid, ns: v.ns, vec: v.vec}})",
-                            {"us": part},
-                        )
-                        self._q(f"MATCH (v:{tail}) WHERE v.uid IN $us DELETE v", {"us": part})
+                    with self.transaction():  # the rows' strings decoded into FLOAT[dim]
+                        got, mat = self._vector_rows(tail, part)
+                        move_rows(self, namespace, table, tail, got, mat)
                     moved += len(part)
                     self._mirror.apply(VectorsRemoved(namespace, part))
             if not indexed:
@@ -445,13 +460,26 @@ class KuzuVectors:
 
 class KuzuVectorScans(KuzuVectors):
     """Counting a namespace's vectors and finding its memories without one (``ebb embed``,
-    an import's end): whole-table reads kept apart from the vector writes and search."""
+    an import's end), converting an older store's tails: whole-table work kept apart from the
+    vector writes and search."""
+
+    def _upgrade_vector_tails(self) -> None:
+        """Convert an older store's ``FLOAT[dim]`` tails to base64 ones (a store opened for
+        writing: see :mod:`ebb_core.kuzu.vector_rows`)."""
+        old = sorted(t for t in self._tables() if t.startswith(OLD_TAIL_PREFIX))
+        if not old or self._vec_dim is None:
+            return
+        with self._lock:
+            for name in old:
+                upgrade_tail(self, name, TAIL_PREFIX + name[len(OLD_TAIL_PREFIX) :])
+            self._vec_checked = False  # read again: every tail is of the new form
+            self._mirror.apply(VectorsReset(None))
 
     def without_vectors(
         self, namespace: str, after: str = "", limit: int = 256
     ) -> list[tuple[str, str]]:
         table = self._table(namespace)
-        _, _, tail = _names(namespace)
+        tail = self._read_tail(namespace)
         tables = [t for t in (table, tail) if t is not None and t in self._tables()]
         out: list[tuple[str, str]] = []
         cursor = after
@@ -480,7 +508,7 @@ class KuzuVectorScans(KuzuVectors):
         table = self._table(namespace)
         if table is None:
             return 0
-        _, _, tail = _names(namespace)
+        tail = self._read_tail(namespace)
         return sum(
             int(self._q(f"MATCH (v:{name}) RETURN count(*)")[0][0])
             for name in (table, tail)
