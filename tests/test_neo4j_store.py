@@ -320,10 +320,12 @@ def _graph_file(path: Path, n: int) -> Path:
 def test_an_import_committed_in_batches_equals_one_in_a_single_batch(
     neo4j_uri: str, tmp_path: Path, clock: FixedClock
 ) -> None:
-    """An import into an empty namespace commits batch by batch (7 rows a transaction here):
-    the same memories, links and keys as one written in a single batch, and no marker left."""
+    """An import into an empty namespace commits batch by batch (7 rows a transaction here, two
+    transactions at once): the same memories, links and keys as one written in a single batch,
+    and no marker left."""
     data = _graph_file(tmp_path / "g.jsonl", 60)
     small = Neo4jStore(neo4j_uri, batch_size=7)
+    assert small.import_writers == 2  # nine batches of memories, seventeen of links, two at once
     big = Neo4jStore(neo4j_uri)
     try:
         assert Brain(small, namespace="a", clock=clock).import_(data) == Brain(
@@ -340,27 +342,38 @@ def test_an_import_committed_in_batches_equals_one_in_a_single_batch(
         big.close()
 
 
+@pytest.mark.parametrize("writers", [1, 2])
+@pytest.mark.parametrize("fails", ["write_links", "create_nodes"])
 def test_a_failed_batched_import_removes_what_it_committed(
-    neo4j_uri: str, tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+    neo4j_uri: str,
+    tmp_path: Path,
+    clock: FixedClock,
+    monkeypatch: pytest.MonkeyPatch,
+    writers: int,
+    fails: str,
 ) -> None:
+    """The third batch of memories or of links fails: the batches committed before it (and,
+    with two writers, the one running beside it) are deleted again, the marker with them."""
     import ebb_core.neo4j.bulk as bulk
 
     data = _graph_file(tmp_path / "g.jsonl", 40)
-    real, calls = bulk.write_links, []
+    real, calls = getattr(bulk, fails), []
 
-    def failing(*args: Any) -> int:
+    def failing(*args: Any) -> Any:
         calls.append(1)
         if len(calls) == 3:
             raise BackendUnavailable("the server went away (test)")
         return real(*args)
 
-    monkeypatch.setattr(bulk, "write_links", failing)
+    monkeypatch.setattr(bulk, fails, failing)
     store = Neo4jStore(neo4j_uri, batch_size=5)
+    store.import_writers = writers
     try:
         Brain(store, namespace="kept", clock=clock).remember("stays", id="note:kept")
         with pytest.raises(BackendUnavailable, match="went away"):
             Brain(store, namespace="big", clock=clock).import_(data)
-        assert len(calls) == 3  # memories and two batches of links were committed, then undone
+        # Batches committed before the failure (one at most began beside it), then undone.
+        assert 3 <= len(calls) <= 2 + writers
         assert store.counts("big").nodes == 0 and store.counts("big").edges == 0
         assert store.unfinished_imports() == []
         assert store.counts("kept").nodes == 1

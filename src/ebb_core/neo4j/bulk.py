@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import InvalidInput
 from ..records import EDGE_COLUMNS, NODE_COLUMNS
@@ -26,6 +26,7 @@ from .queries import IMPORT_MARKER, IN_NS, _batches, _pylist
 from .session import Neo4jSession
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: Scoring columns an import may carry (else they start at zero, as ``bulk_insert`` says).
 _SCORES = {"base_key": "0.0", "key": "0.0", "degree": "0"}
@@ -195,23 +196,26 @@ class Neo4jBulk(Neo4jSession):
 
     # A failed or interrupted import deletes what its committed batches created (bulk_load).
     bulk_rollback_safe = True
+    #: How many batch transactions a staged import keeps running at once (sessions of their
+    #: own); 1 writes them one after the other.
+    import_writers = 2
 
     @contextmanager
     def bulk_load(self, rows: int) -> Iterator[None]:
         """An import (``Brain.import_``) into empty namespaces is committed in batches.
 
-        Within this block, a ``bulk_insert`` whose nodes carry their keys (the Brain computes
-        them from the file only when the namespaces are empty and every link is inside the
-        file) writes its memories, then its links, in transactions of ``batch_size`` rows, each
-        committed in order, so the server's transaction memory stays bounded however large the
-        file. A ``Meta`` marker (``import:<hex>``), committed first, names the namespaces and
-        counts what each batch committed (in that batch's transaction); it is deleted in the
-        caller's transaction, which commits the audit entries and tier reference: so the marker
-        is gone exactly when the whole import is in. On an error or Ctrl-C the memories this
-        import created are deleted again (with their links) and the marker with them; if that
-        is impossible (the server is gone, or the process was killed), the marker stays, and
-        opening the store warns (:class:`~ebb_core.errors.ImportInterrupted`) with what is there
-        and how to remove it (:meth:`discard_import`). Readers see the batches as they commit.
+        Within this block, a ``bulk_insert`` whose nodes carry their keys (the Brain computes them
+        from the file only when the namespaces are empty and every link is inside the file) writes
+        its memories, then its links, in transactions of ``batch_size`` rows (``import_writers`` of
+        them at once), so the server's transaction memory stays bounded however large the file. A
+        ``Meta`` marker (``import:<hex>``), committed first, names the namespaces and counts what
+        each batch committed (in that batch's transaction); it is deleted in the caller's
+        transaction, which commits the audit entries and tier reference: so the marker is gone
+        exactly when the whole import is in. On an error or Ctrl-C the memories this import created
+        are deleted again (with their links) and the marker with them; if that is impossible (the
+        server is gone, or the process was killed), the marker stays, and opening the store warns
+        (:class:`~ebb_core.errors.ImportInterrupted`) with what is there and how to remove it
+        (:meth:`discard_import`). Readers see the batches as they commit.
         """
         state = self._local
         if state.stage is not None or state.tx is not None:
@@ -268,26 +272,84 @@ class Neo4jBulk(Neo4jSession):
             ).consume()
         )
         stage.marker = marker
-        for lo in range(0, n, step):
-            part = {c: v[lo : lo + step] for c, v in nodes.items()}
+        parts: list[list[str]] = [[] for _ in range(0, n, step)]
 
-            def make(tx: Any, part: Mapping[str, Any] = part) -> list[str]:
-                got = create_nodes(tx, part, step)
+        def make(lo: int) -> Callable[[Any], list[str]]:
+            def work(tx: Any) -> list[str]:
+                got = create_nodes(tx, {c: v[lo : lo + step] for c, v in nodes.items()}, step)
                 tx.run(_PROGRESS, {"k": marker, "n": len(got), "l": 0}).consume()
                 return got
 
-            stage.created.extend(self._apart(make))
-        by_eid, _ = link_ends(edges, nodes, stage.created)
-        for lo in range(0, m, step):
+            return work
 
-            def link(tx: Any, lo: int = lo) -> None:
+        def made(i: int, got: list[str]) -> None:
+            parts[i] = got
+            stage.created.extend(got)
+
+        self._batches_apart([make(lo) for lo in range(0, n, step)], made)
+        by_eid, _ = link_ends(edges, nodes, [e for part in parts for e in part])
+
+        def link(lo: int) -> Callable[[Any], None]:
+            def work(tx: Any) -> None:
                 done = write_links(tx, LINKS_BY_ELEMENT_ID, by_eid, lo, lo + step, step)
                 tx.run(_PROGRESS, {"k": marker, "n": 0, "l": done}).consume()
 
-            self._apart(link)
+            return work
+
+        self._batches_apart([link(lo) for lo in range(0, m, step)], lambda i, _: None)
         self._run("MATCH (m:Meta {key: $k}) DELETE m", {"k": marker})
         if self._local.tx is None:  # committed just now: nothing left to undo
             stage.marker = None
+
+    def _batches_apart(
+        self, works: Sequence[Callable[[Any], T]], done: Callable[[int, T], None]
+    ) -> None:
+        """Run each of ``works`` in a write transaction of its own (:meth:`_apart`), up to
+        ``import_writers`` at once, and call ``done(i, result)`` in this thread as work ``i``
+        commits. On the first error no more are started, the running ones are waited for (and
+        reported as they commit), then the error is raised; a Ctrl-C while waiting does the
+        same. So every batch that committed has been reported to ``done``, and an undo can
+        find it."""
+        self._local.reads = None  # the batches write: what recall read ahead is stale
+        writers = max(1, int(self.import_writers))
+        if writers == 1 or len(works) <= 1:
+            for i, work in enumerate(works):
+                done(i, self._apart(work))
+            return
+        from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+        todo = list(enumerate(works))[::-1]
+        running: dict[Future[T], int] = {}
+        error: BaseException | None = None
+        pool = ThreadPoolExecutor(writers, thread_name_prefix="ebb-import")
+        try:
+            while todo or running:
+                while todo and error is None and len(running) < writers:
+                    i, work = todo.pop()
+                    running[pool.submit(self._apart, work)] = i
+                if not running:
+                    break
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    i = running.pop(f)
+                    exc = f.exception()
+                    if exc is None:
+                        done(i, f.result())
+                    elif error is None:
+                        error = exc
+        except BaseException:  # Ctrl-C while waiting: let the running batches end, report them
+            for f, i in running.items():
+                if f.cancel():
+                    continue
+                try:
+                    done(i, f.result())
+                except Exception:  # that batch rolled back: nothing to report
+                    continue
+            raise
+        finally:
+            pool.shutdown(wait=True)
+        if error is not None:
+            raise error
 
     def _undo(self, stage: _Stage) -> None:
         """Delete what a failed staged import created, then its marker (best effort)."""
