@@ -29,11 +29,12 @@ STOPWORDS = 570  # rows of Kùzu 0.11.3's default English stop-word table
 class KuzuSchema(KuzuBase):
     """The tables and the full-text index (mixed into :class:`~ebb_core.kuzu_store.KuzuStore`)."""
 
-    def _ensure_schema(self) -> set[str]:
-        """Make the missing tables; returns the names of the tables that were there."""
+    def _ensure_schema(self) -> set[str] | None:
+        """Make the missing tables; returns the names of the tables that were there, or
+        ``None`` for a store already at this schema version (its tables were not listed)."""
         with self._lock:
             if self._current_version():
-                return
+                return None
             existing = {r[0] for r in self._rows("CALL show_tables() RETURN name")}
             for name, ddl in SCHEMA:
                 if name not in existing:  # each DDL commits on its own (a WAL record each)

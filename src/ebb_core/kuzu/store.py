@@ -275,7 +275,7 @@ class KuzuStore(
             if not read_only:
                 self._remove_copy_files()
                 existing = self._ensure_schema()
-                if any(t.startswith(OLD_TAIL_PREFIX) for t in existing):
+                if existing is None or any(t.startswith(OLD_TAIL_PREFIX) for t in existing):
                     self._upgrade_vector_tails()  # an older store's tails (kuzu.vector_rows)
                 self._ensure_text_index(force=recovering)
         except StorageError as exc:
