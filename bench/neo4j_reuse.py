@@ -2,7 +2,8 @@
 maintain and recall measurements on the same server (``NEO4J_URI``), each in a process of its
 own so code changes between them are measured on the same data.
 
-    export NEO4J_URI=$(EBB_NEO4J_STATE_DIR=/tmp/neo1m scripts/neo4j-test-server uri)
+    export EBB_NEO4J_STATE_DIR=/tmp/neo1m EBB_NEO4J_BENCH=1 EBB_NEO4J_KEEP_DATA=1
+    export NEO4J_URI=$(scripts/neo4j-test-server start)  # KEEP_DATA: the import outlives it
     python bench/neo4j_reuse.py import /tmp/b1m/graph-1000000.jsonl --ns big
     python bench/neo4j_reuse.py maintain --ns big --at-hours 2
     python bench/neo4j_reuse.py recall --ns big --ops 300 --at-hours 3 [--no-reinforce]

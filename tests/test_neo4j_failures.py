@@ -180,7 +180,8 @@ def test_pagerank_without_gds_says_so(auth_server: dict[str, str], clock: FixedC
 def test_server_stopped_mid_run_gives_a_clear_error_then_recovers(
     tmp_path: Path, clock: FixedClock
 ) -> None:
-    server = Throwaway(tmp_path / "state", EBB_NEO4J_PORT=str(free_port()))
+    # The store is kept across the restart (EBB_NEO4J_KEEP_DATA=1, as benchmarks keep a 1M import).
+    server = Throwaway(tmp_path / "state", EBB_NEO4J_PORT=str(free_port()), EBB_NEO4J_KEEP_DATA="1")
     uri = server.start()
     try:
         store = Neo4jStore(uri, retry_seconds=2.0)
@@ -227,6 +228,10 @@ def test_server_stopped_mid_run_gives_a_clear_error_then_recovers(
         waiting.join(320)
         assert not waiting.is_alive() and result["value"] is None, result
         assert patient.get_meta("k") == "v"
+        # What committed before the outage is still there; the interrupted operation is not.
+        back = Brain(patient, namespace="t", clock=clock)
+        assert back.get("note:a").text == "written before the outage"
+        assert patient.counts("t").nodes == 1
         store.close()
         patient.close()
     finally:

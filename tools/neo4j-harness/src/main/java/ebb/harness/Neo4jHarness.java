@@ -41,6 +41,8 @@ import org.neo4j.harness.Neo4jBuilders;
  * {@code --dir PATH} (parent of the store directory, default java.io.tmpdir), {@code --plugins PATH}
  * (Neo4j plugin directory scanned for procedures, e.g. the Graph Data Science jars), {@code
  * --no-stdin} (ignore stdin; stop only on a signal), {@code --pagecache BYTES} (default 64 MiB),
+ * {@code --data PATH} (keep the databases and transaction logs there instead of in the working
+ * directory, so that they outlive the server and a later start with the same path opens them),
  * {@code --auth} (authentication ENABLED: the built-in user {@code neo4j} / {@code neo4j} must
  * change its password first, e.g. {@code ALTER CURRENT USER SET PASSWORD FROM 'neo4j' TO '...'}
  * on the {@code system} database; for tests of credential handling).
@@ -62,6 +64,7 @@ public final class Neo4jHarness {
         Path dir = Paths.get(System.getProperty("java.io.tmpdir"));
         Path plugins = null;
         Path pidfile = null;
+        Path data = null;
         boolean watchStdin = true;
         boolean auth = false;
         long pagecache = 64L * 1024 * 1024;
@@ -74,12 +77,14 @@ public final class Neo4jHarness {
                 case "--dir" -> dir = Paths.get(need(args, ++i, a));
                 case "--plugins" -> plugins = Paths.get(need(args, ++i, a));
                 case "--pidfile" -> pidfile = Paths.get(need(args, ++i, a));
+                case "--data" -> data = Paths.get(need(args, ++i, a));
                 case "--pagecache" -> pagecache = Long.parseLong(need(args, ++i, a));
                 case "--no-stdin" -> watchStdin = false;
                 case "--auth" -> auth = true;
                 case "-h", "--help" -> {
                     System.err.println("usage: Neo4jHarness [--host H] [--port N] [--dir PATH]"
-                            + " [--plugins PATH] [--pidfile PATH] [--pagecache BYTES] [--no-stdin] [--auth]");
+                            + " [--plugins PATH] [--pidfile PATH] [--data PATH] [--pagecache BYTES] [--no-stdin]"
+                            + " [--auth]");
                     System.exit(0);
                 }
                 default -> fail("unknown argument: " + a);
@@ -101,6 +106,10 @@ public final class Neo4jHarness {
                 .withConfig(GraphDatabaseSettings.preallocate_logical_logs, false)
                 // Netty's default 2 s quiet period (paid twice) makes shutdown take ~5 s.
                 .withConfig(GraphDatabaseInternalSettings.netty_server_shutdown_quiet_period, 0);
+        if (data != null) { // the store outside the working directory: it outlives the server
+            Files.createDirectories(data);
+            builder = builder.withConfig(GraphDatabaseSettings.data_directory, data.toAbsolutePath());
+        }
         if (plugins != null) {
             builder = builder
                     .withConfig(GraphDatabaseSettings.plugin_dir, plugins.toAbsolutePath())
