@@ -354,47 +354,37 @@ def test_a_ctrl_c_once_kuzu_rows_are_written_rolls_the_import_back(tmp_path: Pat
         assert brain.stats().nodes == 300
 
 
-@pytest.mark.parametrize("load_only", [False, True], ids=["as-shipped", "always-load"])
-def test_an_import_too_big_for_the_pool_to_roll_back_is_copied_and_holds_ctrl_c(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, load_only: bool
+def test_an_import_too_big_for_the_pool_is_copied_and_a_ctrl_c_undoes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A rollback-safe bulk write (LOAD FROM … CREATE) keeps its rows in Kùzu's buffer pool
-    # until the commit: an import bigger than the pool fails with it (a 1M import did at the
-    # default budget). Such an import is written with COPY instead, and the store says so
-    # (bulk_rollback_safe false while it loads, so a Ctrl-C waits for the commit); a small one
-    # keeps LOAD. "always-load" shows the need: with LOAD alone the same import fails.
-    import ebb_core.kuzu.bulk as bulk
-
-    if load_only:
-        monkeypatch.setattr(bulk, "_LOAD_BYTES_PER_MEMORY", 0)
+    # until the commit: an import bigger than the pool failed with it (a 1M import did at the
+    # default budget). An import outside a unit of work is COPYed instead, each COPY committed
+    # behind a marker, so the store still says bulk_rollback_safe: a Ctrl-C once the rows are
+    # in deletes them again (before, the store said False here and a Ctrl-C waited for the
+    # commit). The same import goes in afterwards.
     monkeypatch.setenv("EBB_MEMORY_BUDGET", "128M")  # a 77 MiB buffer pool
-    data, small = tmp_path / "big.jsonl", tmp_path / "small.jsonl"
+    data = tmp_path / "big.jsonl"
     _import_file(data, 30_000)
-    _import_file(small, 300)
     with Brain.open(tmp_path / "db.kuzu", namespace="bench") as brain:
         inner = brain.store.inner if hasattr(brain.store, "inner") else brain.store
         real, said = inner.bulk_insert, []
 
-        def noting(*args: object, **kwargs: object) -> None:
+        def interrupted(*args: object, **kwargs: object) -> None:
             said.append(brain.store.bulk_rollback_safe)
             real(*args, **kwargs)
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C, once the rows are in
 
-        inner.bulk_insert = noting  # type: ignore[method-assign]
-        if load_only:
-            with pytest.raises(StorageError, match="memory budget"):
-                brain.import_(data)
-            assert brain.stats().nodes == 0  # refused whole
-            return
+        inner.bulk_insert = interrupted  # type: ignore[method-assign]
+        with pytest.raises(KeyboardInterrupt) as caught:
+            brain.import_(data)
+        assert type(caught.value) is KeyboardInterrupt  # not CommittedInterrupt
+        assert said == [True]
+        assert brain.last_import is None and brain.stats().nodes == 0
+        assert brain.stats().edges == 0
+        inner.bulk_insert = real  # type: ignore[method-assign]
         assert brain.import_(data)["nodes"] == 30_000
-        assert said == [False] and brain.store.bulk_rollback_safe  # True again after it
         assert brain.stats().nodes == 30_000 and brain.stats().edges > 0
-    with Brain.open(tmp_path / "other.kuzu", namespace="bench") as other:
-        inner = other.store.inner if hasattr(other.store, "inner") else other.store
-        real, said = inner.bulk_insert, []
-        inner.bulk_insert = noting  # type: ignore[method-assign]
-        brain = other
-        assert other.import_(small)["nodes"] == 300
-        assert said == [True]  # a small import keeps the rollback-safe LOAD
 
 
 def test_a_ctrl_c_once_rows_are_written_waits_for_the_commit_unless_rollback_safe(

@@ -378,9 +378,31 @@ _TABLES = {
 }
 
 
+# Rows an interrupted import left (Memory offsets from its marker's start: see kuzu.bulk) are
+# not salvaged, nor links touching them.
+_BEFORE = {
+    "Memory": "offset(id(m)) < {0}",
+    "Link": "offset(id(a)) < {0} AND offset(id(b)) < {0}",
+}
+
+
+def _interrupted_import(conn: Any) -> int | None:
+    """The first Memory offset of an import a kill interrupted (see kuzu.bulk), if any."""
+    import json
+
+    from .kuzu.bulk import IMPORT_PENDING
+
+    try:
+        rows = _rows(conn, f"MATCH (m:Meta) WHERE m.key = '{IMPORT_PENDING}' RETURN m.value")
+    except RuntimeError:
+        return None
+    return int(json.loads(rows[0][0])["start"]) if rows else None
+
+
 def salvage(src: str | Path, dest: str | Path, report: Report | None = None) -> Report:
     """Copy every row the raw engine can read from the store at ``src`` into a new store at
     ``dest`` (which must not exist); the index is built from the copied rows."""
+    from .kuzu.bulk import IMPORT_PENDING
     from .kuzu_store import INDEX_STATE, KuzuStore
 
     src, dest = Path(src), Path(dest)
@@ -390,7 +412,12 @@ def salvage(src: str | Path, dest: str | Path, report: Report | None = None) -> 
     db, conn = _open_raw(str(src), fts=False)  # rows only: the index is built anew
     tables: dict[str, Any] = {}
     try:
+        start = _interrupted_import(conn)
         for name, query in _TABLES.items():
+            if start is not None and name in _BEFORE:  # an interrupted import stays out
+                query = query.replace(
+                    " RETURN ", f" WHERE {_BEFORE[name].format(start)} RETURN ", 1
+                )
             try:
                 result = conn.execute(query)
                 assert not isinstance(result, list)
@@ -415,7 +442,7 @@ def salvage(src: str | Path, dest: str | Path, report: Report | None = None) -> 
                 meta.column(1).to_pylist() if meta is not None else [],
                 strict=True,
             ):
-                if key != INDEX_STATE:
+                if key not in (INDEX_STATE, IMPORT_PENDING):
                     store.set_meta(key, value)
         # vectors go to each namespace's unindexed tail: maintain indexes them (kuzu/vectors)
         for ns, (ids, mat) in vectors.items():

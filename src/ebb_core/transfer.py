@@ -106,9 +106,10 @@ class TransferMixin(BrainBase):
         Refuses (changing nothing) if a memory id already exists or the file is malformed.
         Returns counts of nodes, edges and audit entries loaded, which are also kept in
         ``last_import`` from the moment the import commits (so that a caller interrupted
-        afterwards can tell that it did). A Ctrl-C before the commit rolls it back (on a store
-        whose ``bulk_rollback_safe`` is false, only before the first row is written: from then
-        on it waits for the commit); after it,
+        afterwards can tell that it did). A Ctrl-C before the commit rolls it back (the store
+        undoes what it committed, see its ``bulk_load``; on a store whose
+        ``bulk_rollback_safe`` is false, only before the first row is written: from then on
+        it waits for the commit); after it,
         :class:`CommittedInterrupt` (a ``KeyboardInterrupt``) carries the counts.
         """
         self.last_import = None
@@ -129,14 +130,20 @@ class TransferMixin(BrainBase):
         gate, committed = _InterruptGate(), False
         try:
             with gate, self._s.lock, self._s.store.bulk_load(job.n_nodes):
-                with self._tx():
-                    self._load(job, batch, progress, gate)
-                    # The columns are stored: let them go before the text index is built
-                    # (as bulk_load ends), which needs the memory at a million memories.
-                    job.release()
-                    # Ctrl-C from here waits for the commit to end, so that an interrupted
-                    # import is reported as what it is: rolled back, or committed.
+                try:
+                    with self._tx():
+                        self._load(job, batch, progress, gate)
+                        # The columns are stored: let them go before the text index is built
+                        # (as bulk_load ends), which needs the memory at a million memories.
+                        job.release()
+                        # Ctrl-C from here waits for the commit to end, so that an interrupted
+                        # import is reported as what it is: rolled back, or committed.
+                        gate.hold()
+                except BaseException:
+                    # The store undoes what the import committed (Kùzu's bulk_load deletes the
+                    # rows its COPYs committed): a Ctrl-C waits for that.
                     gate.hold()
+                    raise
                 committed = True
                 self.last_import = counts  # set before any Ctrl-C can be raised again
                 gate.release()  # a Ctrl-C during the commit is raised now, after it

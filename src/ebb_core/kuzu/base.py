@@ -46,6 +46,7 @@ class KuzuBase(GraphStore):
         _row_reads: int
         _snapshot: bool
         _text_skip: bool
+        _import_marker: str | None
 
         def _ensure_cache(self) -> None: ...
         def _exec(self, query: str) -> None: ...
@@ -79,9 +80,15 @@ class KuzuBase(GraphStore):
             *,
             may_roll_back: bool,
             ends: tuple[str, str] | None = None,
+            solo: bool = False,
         ) -> None: ...
         def _load(
-            self, query: str, columns: Mapping[str, list[Any]], types: Mapping[str, str]
+            self,
+            query: str,
+            columns: Mapping[str, list[Any]],
+            types: Mapping[str, str],
+            *,
+            solo: bool = False,
         ) -> None: ...
         def _arrow(
             self, query: str, params: Mapping[str, Any], *, one_chunk: bool = False
@@ -89,7 +96,12 @@ class KuzuBase(GraphStore):
 
         def _q(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]: ...
         def _run(
-            self, query: Any, params: Mapping[str, Any] | None = None, *, read: bool = False
+            self,
+            query: Any,
+            params: Mapping[str, Any] | None = None,
+            *,
+            read: bool = False,
+            solo: bool = False,
         ) -> Any: ...
 
     # The in-process copies, all owned by the mirror (``kuzu.mirror``): read them here, change

@@ -1,16 +1,19 @@
 """The Kùzu store's bulk path: ``bulk_load`` (the text index dropped and rebuilt around a large
-load) and ``bulk_insert`` (an import's columns written as Arrow tables with ``LOAD FROM …
-CREATE``, which Kùzu 0.11.3 rolls back cleanly, while the import fits in the buffer pool;
-``COPY`` beyond, with a Ctrl-C held until the commit: see ``KuzuBulk.bulk_rollback_safe``;
-memories so while the index is dropped, one ``CREATE`` a memory otherwise)."""
+load, whose ``COPY``s commit one by one behind a marker that a failure, or the next open after a
+kill, undoes) and ``bulk_insert`` (an import's columns written as Arrow tables: ``COPY``ed in
+such a load; otherwise with ``LOAD FROM … CREATE``, which Kùzu 0.11.3 rolls back cleanly, in the
+caller's transaction, and memories one ``CREATE`` each while the index is in place)."""
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from typing import Any
 
-from ..errors import EbbError
+from ..errors import EbbError, StorageError
 from ..records import NODE_COLUMNS
 from .base import KuzuBase
 from .engine import _buffer_pool
@@ -24,24 +27,41 @@ _ROW_VS_BUILD = 30  # a bulk load under 1/30 of the table keeps the text index (
 # waits for its commit: a 1M import (1M memories, 5M links) filled the default 1.5 GiB pool at
 # its memories alone (2026-12-02), a 100k one (500k links) fit.
 _LOAD_BYTES_PER_MEMORY = 4_000
+# Meta key of a committed bulk load in progress (see KuzuBulk.bulk_load): JSON with "start",
+# the Memory table's first offset it writes, and what it holds.
+IMPORT_PENDING = "import:pending"
+_UNDO_STEP = 100_000  # memories deleted per statement when an import is undone
+_ENDS = ("Memory", "Memory")
+log = logging.getLogger(__name__)
+
+
+class _Stage:
+    """A committed bulk load (see ``KuzuBulk.bulk_load``): where its memories start (the Memory
+    table's offset, once its marker is committed) and the uids it has written so far."""
+
+    def __init__(self) -> None:
+        self.start: int | None = None
+        self.uids: list[Any] = []
 
 
 class KuzuBulk(KuzuBase):
     """The bulk-load half of ``KuzuStore``."""
 
-    _bulk_fits = True  # this bulk load's rows fit in the pool (bulk_load sets it)
+    _bulk_fits = True  # this bulk load's rows may go through LOAD FROM (bulk_load sets it)
     _rollback_said: bool | None = None
+    _stage: _Stage | None = None  # the committed bulk load in progress
 
     @property
     def bulk_rollback_safe(self) -> bool:
-        """True outside a bulk load, and inside one whose rows fit in half the buffer pool (at
-        ``_LOAD_BYTES_PER_MEMORY``: ~196,000 memories at the default 2.5 GiB budget): its
-        writes go through LOAD FROM … CREATE, which Kùzu 0.11.3 rolls back cleanly (a
-        rolled-back COPY damages the table: see KuzuSession._copy). A larger import would fill
-        the pool with rows waiting for the commit (a 1M import failed so), so it is written
-        with COPY and this says False: the import then holds a Ctrl-C from its first row to
-        its commit (transfer._load); only a failure after its COPY (a full disk, no memory)
-        is still exposed. A caller may set it False (its own caution), not make COPY safe."""
+        """True outside a bulk load and inside one: a bulk load outside any transaction commits
+        each ``COPY`` on its own behind a marker and, if the import fails or is interrupted,
+        deletes what they wrote (see ``bulk_load``); one inside a unit of work writes with
+        ``LOAD FROM … CREATE``, which Kùzu 0.11.3 rolls back cleanly, while its rows fit in
+        half the buffer pool (``_LOAD_BYTES_PER_MEMORY``: ~196,000 memories at the default
+        2.5 GiB budget). Only a larger one inside a unit of work is ``COPY``ed into the
+        caller's transaction (a rolled-back COPY damages the table: see KuzuSession._copy)
+        and says False: the import then holds a Ctrl-C from its first row to its commit
+        (transfer._load). A caller may set it False (its own caution), not make COPY safe."""
         said = self._rollback_said
         return self._bulk_fits if said is None else said and self._bulk_fits
 
@@ -51,62 +71,171 @@ class KuzuBulk(KuzuBase):
 
     @contextmanager
     def bulk_load(self, rows: int) -> Iterator[None]:
-        # Kùzu 0.11.3 cannot COPY into Memory while its full-text index is in place once rows
-        # of it were revised or deleted: the COPY fails with "Found duplicated primary key
-        # value N" (the index's own table) and the rollback after it can crash the process.
-        # (The bulk write is LOAD FROM … CREATE now, see KuzuSession._copy; it keeps the same
-        # rule, not measured with the index in place.)
-        # So bulk_insert bulk-writes memories only between the drop and the rebuild here, and
-        # otherwise creates them row by row (~0.7 ms each). A load under 1/_ROW_VS_BUILD of
-        # the table goes row by row; a larger one drops the index and rebuilds it afterwards
-        # (~90 µs a memory). Kùzu only allows this outside a transaction, hence a context of
-        # its own. The index state is "building" from before the drop until the rebuild ends,
-        # so a store opened after a kill in between rebuilds it from what the load committed.
+        """A large load: outside any transaction, the text index is dropped, the load's rows
+        are ``COPY``ed, each ``COPY`` committed on its own, and the index is rebuilt after.
+
+        Kùzu 0.11.3 damages a table when a transaction whose ``COPY`` succeeded rolls back
+        (KuzuSession._copy), so a ``COPY`` is never rolled back here: before the first one, a
+        marker (``Meta`` key ``import:pending``: the Memory table's first offset the load
+        writes) is committed; the ``COPY``s commit one by one; the marker is deleted by the
+        caller's transaction that commits the rest of the import (its audit entries and
+        keys: the first write after the ``COPY``s begins it, see KuzuSession._run). If the
+        import fails or is interrupted, its memories (offsets from the marker's) are deleted
+        with their links, each step committed, then the marker; a kill at any point leaves the
+        marker, and the next open (writing) does the same before anything reads the store
+        (``_finish_interrupted_import``). So a store holds the whole import or none of it.
+
+        Kùzu 0.11.3 also cannot COPY into Memory while its full-text index is in place once
+        rows of it were revised or deleted ("Found duplicated primary key value N", and the
+        rollback after it can crash the process). So memories are bulk-written only between
+        the index's drop and its rebuild: a load under 1/_ROW_VS_BUILD of the table that fits
+        in the pool keeps the index, creates its memories one by one (~0.7 ms each) and writes
+        its links with LOAD FROM in the caller's transaction; so does any load inside a unit of
+        work (where the index cannot be dropped), with COPY past the pool (see
+        ``bulk_rollback_safe``). The index state is "building" from before the drop until the
+        rebuild ends, so a store opened after a kill in between rebuilds it.
+        """
         with self._lock:
             total = self._q("MATCH (m:Memory) RETURN count(*)")[0][0]
             # ~1.5 KB a memory on disk with its links and index entries (measured: 50k
             # memories with 100k links grow the file by ~75 MB), counted 2.7 times
             self.check_room(extra=rows * 4_000)
-            rebuild = rows > 0 and rows * _ROW_VS_BUILD >= total and not self._depth
             fits = rows * _LOAD_BYTES_PER_MEMORY <= _buffer_pool(self._budget) // 2
-            self._bulk_fits = fits  # read by the import (transfer._load), below
-            if rebuild:
+            staged = rows > 0 and not self._depth and (rows * _ROW_VS_BUILD >= total or not fits)
+            self._bulk_fits = fits or staged  # read by the import (transfer._load), below
+            stage = self._stage = _Stage() if staged else None
+            if staged:
                 self.set_meta(INDEX_STATE, "building")
                 self._drop_text_index()
                 self._index_dropped = True
             failed = False
             try:
                 yield
+                if stage is not None and self._import_marker is not None:
+                    # nothing was written after the COPYs: the marker goes on its own
+                    self._drop_import_marker()
             except BaseException:
                 failed = True
+                if stage is not None and stage.start is not None:
+                    self._undo_import(stage.start)
                 raise
             finally:
+                self._stage, self._import_marker = None, None
                 self._bulk_fits = True
-                self._let_go_of_tables()  # the loaded columns, before the index build
-                _release_arrow_memory()
-                if rebuild:
-                    self._index_dropped = False
-                    try:
-                        if not failed:  # the loaded rows out of the WAL and its buffers first
-                            self._maybe_checkpoint(force=True)
-                        self._create_text_index()
-                        self.set_meta(INDEX_STATE, "ready")
-                    except EbbError:
-                        # Left "building": rebuilt on the next open. An error of the load
-                        # itself is the one to report.
-                        if not failed:
-                            raise
-                self._maybe_checkpoint()
-                if rebuild:
-                    _release_arrow_memory()  # what the index build freed
+                if not self._closed:
+                    self._after_bulk_load(staged, failed)
+
+    def _after_bulk_load(self, rebuild: bool, failed: bool) -> None:
+        self._let_go_of_tables()  # the loaded columns, before the index build
+        _release_arrow_memory()
+        if rebuild:
+            self._index_dropped = False
+            try:
+                if not failed:  # the loaded rows out of the WAL and its buffers first
+                    self._maybe_checkpoint(force=True)
+                self._create_text_index()
+                self.set_meta(INDEX_STATE, "ready")
+            except EbbError:
+                # Left "building": rebuilt on the next open. An error of the load
+                # itself is the one to report.
+                if not failed:
+                    raise
+        self._maybe_checkpoint()
+        if rebuild:
+            _release_arrow_memory()  # what the index build freed
+
+    def _drop_import_marker(self) -> None:
+        self._run("MATCH (m:Meta {key: $k}) DELETE m", {"k": IMPORT_PENDING}, solo=True)
+        self._import_marker = None
+
+    def _undo_import(self, start: int, *, opening: bool = False) -> None:
+        """Delete the memories a committed bulk load wrote (Memory offsets from ``start``: Kùzu
+        never reuses a deleted row's offset) with their links, then its marker. Each statement
+        commits on its own and can be redone. If it cannot finish (a full disk, Ctrl-C), the
+        marker is left for the next open, and the engine is closed, so that this process reads
+        no half import (``opening``: the error is raised instead, see store._connect)."""
+        self._mirror.invalidate()
+        self._import_marker = None
+        try:
+            if self._wal_failed:
+                raise StorageError("the store's write-ahead log failed", path=self._path)
+            if not self._q("MATCH (m:Meta {key: $k}) RETURN m.key", {"k": IMPORT_PENDING}):
+                return  # the import's transaction committed (an error came after it)
+            top = self._q("MATCH (m:Memory) RETURN max(offset(id(m)))")[0][0]
+            end = -1 if top is None else int(top)
+            for lo in range(start, end + 1, _UNDO_STEP):
+                self._run(
+                    "MATCH (m:Memory) WHERE offset(id(m)) >= $lo AND offset(id(m)) < $hi "
+                    "DETACH DELETE m",
+                    {"lo": lo, "hi": lo + _UNDO_STEP},
+                    solo=True,
+                )
+            self._drop_import_marker()
+            self._maybe_checkpoint(force=True)
+        except BaseException as exc:
+            if opening:
+                raise
+            log.warning(
+                "could not remove the failed import's rows from %s (%s): the store is closed; "
+                "opening it again removes them",
+                self._path,
+                exc,
+            )
+            self.close()
+
+    def _finish_interrupted_import(self) -> None:
+        """On open: remove an import killed after its first COPY (see ``bulk_load``)."""
+        rows = self._q("MATCH (m:Meta {key: $k}) RETURN m.value", {"k": IMPORT_PENDING})
+        if not rows:
+            return
+        info = json.loads(rows[0][0])
+        log.warning(
+            "%s: removing an import of %s memories that was interrupted (started %s)",
+            self._path,
+            info.get("memories"),
+            info.get("started"),
+        )
+        self._undo_import(int(info["start"]), opening=True)
+
+    def _refuse_interrupted_import(self) -> None:
+        """A read-only open of a store that holds an interrupted import: refused (it would
+        read half an import); a writing open removes it first."""
+        if self._q("MATCH (m:Meta {key: $k}) RETURN m.value", {"k": IMPORT_PENDING}):
+            self.close()
+            raise StorageError(
+                f"the store {self._path} holds an import that was interrupted: open it for "
+                "writing once (any `ebb` command that writes, or `ebb repair`), which removes "
+                "it, before reading it",
+                path=self._path,
+            )
+
+    def _start_stage(self, stage: _Stage, n: int, m: int) -> None:
+        """Commit the marker of a committed bulk load, before its first COPY."""
+        top = self._q("MATCH (m:Memory) RETURN max(offset(id(m)))")[0][0]
+        stage.start = 0 if top is None else int(top) + 1
+        info = {
+            "start": stage.start,
+            "memories": n,
+            "links": m,
+            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+        self._run(
+            "MERGE (m:Meta {key: $k}) SET m.value = $v",
+            {"k": IMPORT_PENDING, "v": json.dumps(info)},
+            solo=True,
+        )
+        self._import_marker = IMPORT_PENDING
 
     def bulk_insert(
         self, nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]
     ) -> None:
-        """Write an import's memory and link columns: memories (one LOAD FROM … CREATE while the
-        text index is dropped, else one CREATE each), then the links (LOAD FROM … MATCH …
-        CREATE): the caller's transaction may still roll back (KuzuSession._copy). COPY when
-        the bulk load does not fit in the buffer pool (``bulk_rollback_safe`` false).
+        """Write an import's memory and link columns: inside a committed bulk load (before
+        the caller's transaction has written anything), each ``COPY``ed and committed on its
+        own (see ``bulk_load``; links between two memories stored before go in the caller's
+        transaction); otherwise memories with one LOAD FROM … CREATE while the text index is
+        dropped, else one CREATE each, and links with LOAD FROM … MATCH … CREATE, in the
+        caller's transaction (KuzuSession._copy), or COPY past the pool (``bulk_rollback_safe``
+        false).
 
         Each big column is released as soon as nothing after needs it (the memories' before
         the links' write, the edge-end indices before the link table), for peak memory at 1M.
@@ -122,10 +251,20 @@ class KuzuBulk(KuzuBase):
         a, b = pc.index_in(src, value_set=node_uids), pc.index_in(dst, value_set=node_uids)
         inside = m == 0 or (a.null_count == 0 and b.null_count == 0)
         recent = _new_recent_links(nodes, edges, n, m, inside, a, b)
+        stage = self._stage
+        solo = stage is not None and not self._begun and (n > 0 or m > 0)
         with self.transaction():
+            if solo:
+                assert stage is not None
+                if stage.start is None:
+                    self._start_stage(stage, n, m)
+                if n:
+                    stage.uids.append(node_uids)
             if n:
                 table = _memory_table(nodes, node_uids, recent, n)
-                if self._index_dropped:
+                if solo:
+                    self._copy("Memory", table, may_roll_back=False, solo=True)
+                elif self._index_dropped:
                     self._copy("Memory", table, may_roll_back=self._bulk_fits)
                 else:  # see bulk_load: no bulk write into Memory while its text index is there
                     self._create_rows(table)
@@ -135,16 +274,30 @@ class KuzuBulk(KuzuBase):
             del recent, node_uids
             if m:
                 if not inside:
-                    self._unset_recent_links(src, dst, a, b)
+                    self._unset_recent_links(src, dst, a, b, solo=solo)
                 del a, b
                 table = _link_table(src, dst, edges)
-                self._copy("Link", table, may_roll_back=self._bulk_fits, ends=("Memory", "Memory"))
+                if solo and not inside:
+                    assert stage is not None
+                    chunks = [c for u in stage.uids for c in getattr(u, "chunks", [u])]
+                    known = pa.concat_arrays(chunks) if chunks else pa.array([], pa.string())
+                    new = pc.or_(pc.is_in(src, value_set=known), pc.is_in(dst, value_set=known))
+                    if not pc.all(new).as_py():  # links between two memories stored before
+                        old = table.filter(pc.invert(new))
+                        table = table.filter(new)
+                        self._copy("Link", table, may_roll_back=False, ends=_ENDS, solo=True)
+                        self._copy("Link", old, may_roll_back=True, ends=_ENDS)
+                        return
+                self._copy(
+                    "Link", table, may_roll_back=not solo and self._bulk_fits, ends=_ENDS, solo=solo
+                )
                 del table
 
-    def _unset_recent_links(self, src: Any, dst: Any, a: Any, b: Any) -> None:
+    def _unset_recent_links(self, src: Any, dst: Any, a: Any, b: Any, *, solo: bool) -> None:
         """Unset the recent-link lists of the memories already stored that gain links (an end
         whose index among the new memories, ``a`` or ``b``, is null): they are rebuilt from all
-        their edges, by maintain or on first use."""
+        their edges, by maintain or on first use (so unsetting them is harmless if the import
+        is undone: ``solo`` commits it on its own, see ``bulk_load``)."""
         import pyarrow.compute as pc
 
         older = set(src.filter(pc.is_null(a)).to_pylist())
@@ -153,6 +306,7 @@ class KuzuBulk(KuzuBase):
             "MATCH (n:Memory {uid: u}) SET n.recent_links = NULL",
             {"u": sorted(older)},
             {"u": "uid"},
+            solo=solo,
         )
 
     def _create_rows(self, table: Any) -> None:

@@ -78,7 +78,12 @@ class KuzuSession(KuzuBase):
             raise storage_error(exc, self._path) from None
 
     def _run(
-        self, query: Any, params: Mapping[str, Any] | None = None, *, read: bool = False
+        self,
+        query: Any,
+        params: Mapping[str, Any] | None = None,
+        *,
+        read: bool = False,
+        solo: bool = False,
     ) -> Any:
         """Execute a statement, first opening the current transaction if it is not open yet.
 
@@ -87,9 +92,15 @@ class KuzuSession(KuzuBase):
         so its reads agree), and one whose only write is a final :meth:`write_event` sends
         that write alone, committed with the statement (see ``transaction``). A read after
         the first write runs inside the transaction, so it sees that write. A Kùzu error
-        comes out as an ``EbbError`` (see :func:`storage_error`).
+        comes out as an ``EbbError`` (see :func:`storage_error`). ``solo``: a write committed
+        on its own, before the current transaction's first write (a committed bulk load's
+        ``COPY``, see ``KuzuBulk.bulk_load``).
         """
-        if self._depth:
+        if solo:
+            if self._begun:
+                raise RuntimeError("a solo write after the transaction's first write")
+            self.check_room()
+        elif self._depth:
             if self._sealed:
                 raise RuntimeError(  # a bug in the caller, not a storage failure
                     "a statement after a final write_event: that write is already committed"
@@ -100,12 +111,25 @@ class KuzuSession(KuzuBase):
                 self.check_room()
                 self._exec("BEGIN TRANSACTION")
                 self._begun = True
+                if self._import_marker is not None:
+                    # A committed bulk load's marker goes in the transaction that commits the
+                    # rest of the import (see KuzuBulk.bulk_load).
+                    self._exec_params(
+                        "MATCH (m:Meta {key: $k}) DELETE m", {"k": self._import_marker}
+                    )
+                    self._import_marker = None
         if self.read_only and isinstance(query, str) and _writes(query):
             self._refuse_write()
         if params:
             self._note_tables(params)
         try:
             return self._conn.execute(query, dict(params or {}))
+        except RuntimeError as exc:
+            raise self._failed(exc) from None
+
+    def _exec_params(self, query: str, params: Mapping[str, Any]) -> None:
+        try:
+            self._conn.execute(query, dict(params))
         except RuntimeError as exc:
             raise self._failed(exc) from None
 
@@ -334,8 +358,15 @@ class KuzuSession(KuzuBase):
         another writer): the process should exit soon (see ``close``) and reopen the store."""
         return self._wal_failed
 
-    def _load(self, query: str, columns: Mapping[str, list[Any]], types: Mapping[str, str]) -> None:
-        """Run ``LOAD FROM <arrow table> <query>`` with the given columns."""
+    def _load(
+        self,
+        query: str,
+        columns: Mapping[str, list[Any]],
+        types: Mapping[str, str],
+        *,
+        solo: bool = False,
+    ) -> None:
+        """Run ``LOAD FROM <arrow table> <query>`` with the given columns (``solo``: see _run)."""
         import pyarrow as pa
 
         table = pa.table(
@@ -344,7 +375,7 @@ class KuzuSession(KuzuBase):
                 for name, values in columns.items()
             }
         )
-        self._run(f"LOAD FROM $rows {query}", {"rows": table})
+        self._run(f"LOAD FROM $rows {query}", {"rows": table}, solo=solo)
 
     def _copy(
         self,
@@ -353,11 +384,13 @@ class KuzuSession(KuzuBase):
         *,
         may_roll_back: bool,
         ends: tuple[str, str] | None = None,
+        solo: bool = False,
     ) -> None:
         """Write an Arrow table whose columns are the table's, in order: ``COPY name FROM``,
         or, when ``may_roll_back`` (the caller's transaction may still roll back after this
         write), ``LOAD FROM … CREATE``. ``ends``: the node tables a rel table ``name`` joins
-        (its first two columns are their primary keys).
+        (its first two columns are their primary keys). ``solo``: committed on its own (see
+        ``_run``): a committed bulk load's ``COPY``, which a marker undoes if the import fails.
 
         Kùzu 0.11.3: rolling back a transaction in which a ``COPY`` succeeded damages the
         table (docs/kuzu.md, known issues; ``bench/kuzu_rollback_copy.py``): a node table's
@@ -388,9 +421,9 @@ class KuzuSession(KuzuBase):
             )
         if table.num_rows < _COPY_VIA_FILE or any(c in folder for c in "'\\\n"):
             if create:
-                self._run(f"LOAD FROM $t {create}", {"t": table})
+                self._run(f"LOAD FROM $t {create}", {"t": table}, solo=solo)
             else:
-                self._run(f"COPY {name} FROM $t", {"t": table})
+                self._run(f"COPY {name} FROM $t", {"t": table}, solo=solo)
             return
         import pyarrow.parquet as pq
 
@@ -399,9 +432,9 @@ class KuzuSession(KuzuBase):
         try:
             pq.write_table(table, path)
             if create:
-                self._run(f"LOAD FROM '{path}' {create}")
+                self._run(f"LOAD FROM '{path}' {create}", solo=solo)
             else:
-                self._run(f"COPY {name} FROM '{path}'")
+                self._run(f"COPY {name} FROM '{path}'", solo=solo)
         finally:
             with suppress(OSError):
                 os.unlink(path)

@@ -116,6 +116,10 @@ class KuzuStore(
         self._init_state(snapshot, mirror)
         self.read_only = read_only
         self._connect(kuzu, path, read_only, recovering, self._snapshot, rebuild)
+        if read_only:
+            # (An only_reads open needs no look: an import's marker lives only while the text
+            # index is "building", which _ready_for_reading sends to a writing open.)
+            self._refuse_interrupted_import()
 
     def _clean_on_disk(self) -> bool:
         """Whether the store file is there and no write-ahead log or checkpoint file is left
@@ -255,6 +259,7 @@ class KuzuStore(
         self._closed = False
         self._wal_failed = False
         self._index_dropped = False  # a bulk_load has dropped the text index (see there)
+        self._import_marker: str | None = None  # deleted by the next BEGIN (KuzuBulk.bulk_load)
         self._vec_dim, self._vec_checked = None, False  # the vector table (kuzu/vectors)
 
     def _connect(
@@ -278,6 +283,8 @@ class KuzuStore(
                 existing = self._ensure_schema()
                 if existing is None or any(t.startswith(OLD_TAIL_PREFIX) for t in existing):
                     self._upgrade_vector_tails()  # an older store's tails (kuzu.vector_rows)
+                # Before anything reads: an import killed after its first COPY is removed.
+                self._finish_interrupted_import()
                 self._ensure_text_index(force=recovering)
         except StorageError as exc:
             self._abandon()
