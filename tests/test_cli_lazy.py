@@ -101,3 +101,53 @@ def test_link_decay_row_by_row_equals_the_vectorised_form() -> None:
     assert rows[0] == live[0][1][3]  # reinforced after now: no decay, never more than its weight
     assert rows[-1] == pytest.approx(live[-1][1][3] * scoring.decay(8 * 900_000_000, h))
     assert all(isinstance(w, float) for w in rows + cols)
+
+
+def _ebb_process(db: Path, *args: str, before: str = "") -> subprocess.CompletedProcess[str]:
+    """``ebb ARGS`` as its console script runs it (``main()`` reading ``sys.argv``), in a
+    process that registered an exit handler printing TEARDOWN (``before``: code run first)."""
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(print, 'TEARDOWN')\n"
+        f"{before}\n"
+        f"sys.argv = ['ebb', '--db', {str(db)!r}, '-n', 'exit', *{list(args)!r}]\n"
+        "from ebb_core.cli import main\n"
+        "main()\n"
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def test_a_finished_command_ends_without_the_teardown_and_keeps_everything(
+    tmp_path: Path,
+) -> None:
+    """A one-shot command skips the interpreter's teardown (50-90 ms of CPU) once its store is
+    closed and its output flushed: what it wrote is stored and checkpointed, its output is
+    whole, its exit code kept."""
+    db = tmp_path / "exit.kuzu"
+    done = _ebb_process(db, "remember", "harbor lantern", "--id", "n:1", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["id"] == "n:1"  # the whole JSON, no TEARDOWN after it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["exit.kuzu"]  # no WAL left
+    many = _ebb_process(db, "recall", "lantern", "--json")
+    assert many.returncode == 0 and json.loads(many.stdout)[0]["id"] == "n:1"
+    missing = _ebb_process(db, "get", "n:404")
+    assert missing.returncode == 2 and "no memory 'n:404'" in missing.stderr
+    assert "TEARDOWN" not in missing.stdout
+    none = _ebb_process(tmp_path / "none.kuzu", "stats")
+    assert none.returncode == 6 and not (tmp_path / "none.kuzu").exists()
+
+
+def test_a_store_left_open_ends_the_process_the_ordinary_way(tmp_path: Path) -> None:
+    """A store the command did not close (here one the process opened itself) is closed by
+    the ordinary exit, which checkpoints it: the fast exit is not taken."""
+    db = tmp_path / "open.kuzu"
+    leak = (
+        "from ebb_core import Brain\n"
+        f"held = Brain.open({str(tmp_path / 'other.kuzu')!r}, namespace='exit')\n"
+        "held.remember('kept open')\n"
+    )
+    done = _ebb_process(db, "remember", "harbor lantern", "--json", before=leak)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith("TEARDOWN")
+    help_done = _ebb_process(db, "--help")
+    assert help_done.returncode == 0 and "TEARDOWN" not in help_done.stdout

@@ -24,6 +24,7 @@ from .kuzu.engine import _open_database as _open_database
 from .kuzu.engine import _room_for as _room_for
 from .kuzu.engine import abandoned_engines as abandoned_engines
 from .kuzu.engine import memory_budget_from_env as memory_budget_from_env
+from .kuzu.engine import open_stores as open_stores
 from .kuzu.engine import parse_memory_budget as parse_memory_budget
 from .kuzu.engine import storage_error as storage_error
 from .kuzu.links import _decode_links as _decode_links

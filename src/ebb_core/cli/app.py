@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any
+import os
+import sys
+from typing import Any, NoReturn
 
 import click
 
@@ -30,6 +32,29 @@ class _Commands(click.Group):
         ),
     }
 
+    served = False  # a lazy command (a server) ran: the process ends the ordinary way
+
+    def main(self, args: Any = None, *rest: Any, **kwargs: Any) -> Any:
+        """Run the command line. Run as ``ebb`` (arguments from ``sys.argv``), a finished
+        command ends the process at once, without the interpreter's teardown: freeing every
+        module's objects cost a one-shot command 50-90 ms of CPU, more than its recall.
+
+        Only once everything is done: output flushed, logging shut down, and no embedded
+        store left open (one still open ends the ordinary way, which checkpoints it). Called
+        with arguments (tests, ``CliRunner``, another program), it returns or raises as click
+        does."""
+        if args is not None or not kwargs.get("standalone_mode", True):
+            return super().main(args, *rest, **kwargs)
+        try:
+            super().main(args, *rest, **kwargs)
+        except SystemExit as exc:
+            code = exc.code
+        else:  # pragma: no cover - click's standalone mode always exits
+            code = 0
+        if self.served or not isinstance(code, (int, type(None))):
+            raise SystemExit(code)
+        _exit_now(code or 0)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.lazy})
 
@@ -41,6 +66,8 @@ class _Commands(click.Group):
             except ImportError:  # an optional part that is not installed
                 return None
             self.add_command(command, cmd_name)
+        if cmd_name in self.lazy:  # a server: its threads and libraries end the ordinary way
+            self.served = True
         return super().get_command(ctx, cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -58,6 +85,26 @@ class _Commands(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """End a one-shot command's process with ``code`` once nothing is left to finish; else
+    the ordinary ``SystemExit``."""
+    if "ebb_core.kuzu.engine" in sys.modules:
+        from ..kuzu.engine import open_stores
+
+        if open_stores():
+            raise SystemExit(code)
+    if "logging" in sys.modules:  # its handlers (EBB_LOG_FILE, ...) are flushed at exit
+        import logging
+
+        logging.shutdown()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe: nothing more can be said
+        pass
+    os._exit(code)
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})

@@ -8,6 +8,7 @@ import functools
 import os
 import re
 import time
+import weakref
 from typing import Any
 
 from ..errors import (
@@ -61,6 +62,7 @@ _PREPARED_MAX = 512  # prepared statements kept (one per query text)
 _CHECKPOINT_WAL = 16 << 20  # WAL bytes that trigger a checkpoint (Kùzu's default threshold)
 _ROOM = 4 << 20  # free bytes every write keeps in hand beyond its WAL's checkpoint
 _ABANDONED: list[Any] = []  # engines not closed after a failed WAL append (see close)
+_OPEN: weakref.WeakSet[Any] = weakref.WeakSet()  # stores open in this process (see open_stores)
 
 
 _FULL = ("no space left", "disk full", "file too large", "errno 28", "errno 27", "enospc", "efbig")
@@ -118,6 +120,12 @@ def _room_for(path: str, folder: str, extra: int = 0) -> tuple[int, int]:
     except OSError:
         wal = 0
     return free, size + 16 * wal + extra + _ROOM
+
+
+def open_stores() -> int:
+    """How many embedded stores this process has open (opened and not yet closed): a process
+    may skip the interpreter's teardown only with none (see ``ebb_core.cli.app``)."""
+    return len(_OPEN)
 
 
 def abandoned_engines() -> int:

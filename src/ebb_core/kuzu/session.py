@@ -23,6 +23,7 @@ from .base import KuzuBase
 from .engine import (
     _ABANDONED,
     _CHECKPOINT_WAL,
+    _OPEN,
     _PREPARED_MAX,
     _ROOM,
     _WRITE_WORD,
@@ -343,6 +344,7 @@ class KuzuSession(KuzuBase):
             if self._closed:
                 return
             self._closed = True
+            _OPEN.discard(self)
             self._prepared.clear()
             if self._wal_failed:
                 # Closing would flush a WAL Kùzu could not write, which aborts the process.

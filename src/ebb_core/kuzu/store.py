@@ -27,6 +27,7 @@ from .audit import KuzuAudit
 from .bulk import KuzuBulk
 from .engine import (
     _ABANDONED,
+    _OPEN,
     _buffer_pool,
     _held_elsewhere,
     _open_database,
@@ -261,6 +262,7 @@ class KuzuStore(
         self._index_dropped = False  # a bulk_load has dropped the text index (see there)
         self._import_marker: str | None = None  # deleted by the next BEGIN (KuzuBulk.bulk_load)
         self._vec_dim, self._vec_checked = None, False  # the vector table (kuzu/vectors)
+        _OPEN.add(self)  # until close (or _abandon)
 
     def _connect(
         self,
@@ -325,6 +327,7 @@ class KuzuStore(
     def _abandon(self) -> None:
         """Release the engine after a failed open (never raises: the cause is what matters)."""
         self._closed = True
+        _OPEN.discard(self)
         if self._wal_failed:  # see close
             _ABANDONED.append((getattr(self, "_conn", None), self._db))
             return
