@@ -231,3 +231,23 @@ def test_a_salvage_leaves_an_interrupted_import_out(tmp_path: Path) -> None:
         store = b.store.inner if hasattr(b.store, "inner") else b.store
         assert store.get_meta(IMPORT_PENDING) is None
         assert (b.stats().nodes, b.stats().edges) == (KEPT, KEPT - 1)
+
+
+def test_a_read_only_open_of_a_store_without_metadata_still_opens(tmp_path: Path) -> None:
+    # The look for an interrupted import reads Meta; a store whose creation was killed before
+    # that table was made opens read-only as before (nothing to refuse).
+    import importlib.util  # noqa: F401  (kuzu's binding needs it loaded)
+
+    from ebb_core.kuzu import module as kuzu_module
+
+    kuzu = kuzu_module.load()
+    db = kuzu.Database(str(tmp_path / "bare.kuzu"))
+    conn = kuzu.Connection(db)
+    conn.execute("CREATE NODE TABLE X(a INT64, PRIMARY KEY(a))")
+    conn.close()
+    db.close()
+    store = KuzuStore(tmp_path / "bare.kuzu", read_only=True)
+    try:
+        assert store.read_only
+    finally:
+        store.close()

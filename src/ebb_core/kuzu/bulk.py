@@ -200,7 +200,12 @@ class KuzuBulk(KuzuBase):
     def _refuse_interrupted_import(self) -> None:
         """A read-only open of a store that holds an interrupted import: refused (it would
         read half an import); a writing open removes it first."""
-        if self._q("MATCH (m:Meta {key: $k}) RETURN m.value", {"k": IMPORT_PENDING}):
+        try:
+            pending = self._q("MATCH (m:Meta {key: $k}) RETURN m.value", {"k": IMPORT_PENDING})
+        except StorageError:  # no Meta table (a store whose creation was killed): no import
+            self._prepared.clear()
+            return
+        if pending:
             self.close()
             raise StorageError(
                 f"the store {self._path} holds an import that was interrupted: open it for "
