@@ -179,9 +179,14 @@ def test_server_side_scoring_equals_kuzu(
     assert k["tiers"]["note:g2"] is Tier.FROZEN
 
 
-def test_maintain_outside_a_transaction_is_batched(neo4j_uri: str, clock: FixedClock) -> None:
-    """recompute_keys in auto-commit batches of 2 and inside one transaction agree."""
+@pytest.mark.parametrize("writers", [1, 2])
+def test_maintain_outside_a_transaction_is_batched(
+    neo4j_uri: str, clock: FixedClock, writers: int
+) -> None:
+    """recompute_keys in auto-commit batches of 2 (one at a time, or two at once: ``IN 2
+    CONCURRENT TRANSACTIONS``) and inside one transaction agree."""
     batched = Neo4jStore(neo4j_uri, batch_size=2)
+    batched.scoring_writers = writers
     brain = Brain(batched, namespace="b", clock=clock)
     _workload(brain, clock)
     brain.maintain()

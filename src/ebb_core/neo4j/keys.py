@@ -16,6 +16,10 @@ from .session import Neo4jSession, neo4j_errors
 class Neo4jKeys(Neo4jSession):
     """The scoring half of ``Neo4jStore``."""
 
+    #: How many of a re-score pass's ``IN TRANSACTIONS`` batches the server runs at once
+    #: (``IN n CONCURRENT TRANSACTIONS``); 1 runs them one after the other.
+    scoring_writers = 2
+
     # -- scoring passes ------------------------------------------------------------------------
     def recompute_keys(
         self,
@@ -96,10 +100,13 @@ class Neo4jKeys(Neo4jSession):
         return int(count)
 
     def _each_node(self, body: str, params: Mapping[str, Any], batched: bool) -> None:
-        """Run ``body`` for every node ``n`` of the namespace, batched when outside a tx."""
+        """Run ``body`` for every node ``n`` of the namespace, batched when outside a tx
+        (``scoring_writers`` batches at once: each writes only its own memories' scores)."""
         query = f"MATCH (n:Memory) WHERE {IN_NS} CALL (n) {{ {body} }}"
         if batched:
-            self._autocommit(query + " IN TRANSACTIONS OF $batch ROWS", params)
+            writers = max(1, int(self.scoring_writers))
+            at_once = f"{writers} CONCURRENT " if writers > 1 else ""
+            self._autocommit(f"{query} IN {at_once}TRANSACTIONS OF $batch ROWS", params)
         else:
             self._run(query, params)
 
