@@ -38,7 +38,120 @@ from .queries import (
 from .tables import memory_arrow_types
 
 
-class KuzuSession(KuzuBase):
+class KuzuFiles(KuzuBase):
+    """Bulk writes from Arrow tables and Parquet files, and reads into Arrow (the base of
+    :class:`KuzuSession`)."""
+
+    def _load(
+        self,
+        query: str,
+        columns: Mapping[str, list[Any]],
+        types: Mapping[str, str],
+        *,
+        solo: bool = False,
+    ) -> None:
+        """Run ``LOAD FROM <arrow table> <query>`` with the given columns (``solo``: see _run)."""
+        import pyarrow as pa
+
+        table = pa.table(
+            {
+                name: pa.array(values, type=memory_arrow_types()[types[name]])
+                for name, values in columns.items()
+            }
+        )
+        self._run(f"LOAD FROM $rows {query}", {"rows": table}, solo=solo)
+
+    def _copy(
+        self,
+        name: str,
+        table: Any,
+        *,
+        may_roll_back: bool,
+        ends: tuple[str, str] | None = None,
+        solo: bool = False,
+    ) -> None:
+        """Write an Arrow table whose columns are the table's, in order: ``COPY name FROM``,
+        or, when ``may_roll_back`` (the caller's transaction may still roll back after this
+        write), ``LOAD FROM … CREATE``. ``ends``: the node tables a rel table ``name`` joins
+        (its first two columns are their primary keys). ``solo``: committed on its own (see
+        ``_run``): a committed bulk load's ``COPY``, which a marker undoes if the import fails.
+
+        Kùzu 0.11.3: rolling back a transaction in which a ``COPY`` succeeded damages the
+        table (docs/kuzu.md, known issues; ``bench/kuzu_rollback_copy.py``): a node table's
+        next writes and checkpoints grow the store file without bound (2 GB within three
+        one-row writes after 80,000 rows COPYed into a 1,000-row table; a 100k store reached
+        58 GB), or the next COPY aborts the process, even into a table that was empty; a rel
+        table loses every committed row. A rolled-back ``LOAD FROM … CREATE`` does neither.
+        So ``COPY`` only as the last write of a transaction nothing can fail after but its
+        commit (or of none at all).
+
+        A large table goes through a Parquet file beside the store, deleted after: Kùzu's
+        connection keeps every Arrow table passed to it until the transaction is over (see
+        _let_go_of_tables), and an import's tables are ~0.9 GB at a million memories."""
+        folder = self._folder
+        if not may_roll_back:
+            create = ""
+        elif ends is None:
+            cols = ", ".join(f"`{c}`: `{c}`" for c in table.column_names)
+            create = f"CREATE (:{name} {{{cols}}})"
+        else:
+            # Two MATCH clauses, each a primary-key lookup: with one ("MATCH (a …), (b …)")
+            # Kùzu 0.11.3 joined every pair and 2,000 links filled a 300 MB buffer pool.
+            a, b, *props = table.column_names
+            cols = ", ".join(f"`{c}`: `{c}`" for c in props)
+            create = (
+                f"MATCH (a:{ends[0]} {{uid: `{a}`}}) MATCH (b:{ends[1]} {{uid: `{b}`}}) "
+                f"CREATE (a)-[:{name} {{{cols}}}]->(b)"
+            )
+        if table.num_rows < _COPY_VIA_FILE or any(c in folder for c in "'\\\n"):
+            if create:
+                self._run(f"LOAD FROM $t {create}", {"t": table}, solo=solo)
+            else:
+                self._run(f"COPY {name} FROM $t", {"t": table}, solo=solo)
+            return
+        import pyarrow.parquet as pq
+
+        fd, path = tempfile.mkstemp(prefix=self._copy_prefix(), suffix=".parquet", dir=folder)
+        os.close(fd)
+        try:
+            pq.write_table(table, path)
+            if create:
+                self._run(f"LOAD FROM '{path}' {create}", solo=solo)
+            else:
+                self._run(f"COPY {name} FROM '{path}'", solo=solo)
+        finally:
+            with suppress(OSError):
+                os.unlink(path)
+
+    def _copy_prefix(self) -> str:
+        return f".{Path(self._path).name}.copy-"
+
+    def _remove_copy_files(self) -> None:
+        """Parquet files a killed bulk load of this store left (only the holder of the store's
+        lock writes them, and this process holds it)."""
+        for leftover in Path(self._folder).glob(f"{glob.escape(self._copy_prefix())}*.parquet"):
+            with suppress(OSError):
+                leftover.unlink()
+
+    def _arrow(self, query: str, params: Mapping[str, Any], *, one_chunk: bool = False) -> Any:
+        """The result of ``query`` as one Arrow table of single-chunk columns.
+
+        Kùzu hands the result over in chunks of ``_ARROW_ROWS`` rows, which ``combine_chunks``
+        then copies into one (a second copy of the whole result, ~0.5 GB for the row snapshot
+        at 1M memories, while the first is still held): up to that many rows there is one chunk
+        and no copy. ``one_chunk``: always one chunk, for results of numbers and short strings
+        (a namespace's links, ~5M rows at 1M memories), whose columns cannot pass Arrow's 2 GiB
+        limit on one string array.
+        """
+        result = self._run(query, params)
+        assert not isinstance(result, list)
+        try:
+            return result.get_as_arrow(chunk_size=-1 if one_chunk else _ARROW_ROWS).combine_chunks()
+        except RuntimeError as exc:
+            raise storage_error(exc, self._path) from None
+
+
+class KuzuSession(KuzuFiles):
     """The connection and its transactions (mixed into :class:`~ebb_core.kuzu_store.KuzuStore`)."""
 
     @property
@@ -359,114 +472,6 @@ class KuzuSession(KuzuBase):
         """Kùzu failed to append to the WAL in this process (a disk that filled up under
         another writer): the process should exit soon (see ``close``) and reopen the store."""
         return self._wal_failed
-
-    def _load(
-        self,
-        query: str,
-        columns: Mapping[str, list[Any]],
-        types: Mapping[str, str],
-        *,
-        solo: bool = False,
-    ) -> None:
-        """Run ``LOAD FROM <arrow table> <query>`` with the given columns (``solo``: see _run)."""
-        import pyarrow as pa
-
-        table = pa.table(
-            {
-                name: pa.array(values, type=memory_arrow_types()[types[name]])
-                for name, values in columns.items()
-            }
-        )
-        self._run(f"LOAD FROM $rows {query}", {"rows": table}, solo=solo)
-
-    def _copy(
-        self,
-        name: str,
-        table: Any,
-        *,
-        may_roll_back: bool,
-        ends: tuple[str, str] | None = None,
-        solo: bool = False,
-    ) -> None:
-        """Write an Arrow table whose columns are the table's, in order: ``COPY name FROM``,
-        or, when ``may_roll_back`` (the caller's transaction may still roll back after this
-        write), ``LOAD FROM … CREATE``. ``ends``: the node tables a rel table ``name`` joins
-        (its first two columns are their primary keys). ``solo``: committed on its own (see
-        ``_run``): a committed bulk load's ``COPY``, which a marker undoes if the import fails.
-
-        Kùzu 0.11.3: rolling back a transaction in which a ``COPY`` succeeded damages the
-        table (docs/kuzu.md, known issues; ``bench/kuzu_rollback_copy.py``): a node table's
-        next writes and checkpoints grow the store file without bound (2 GB within three
-        one-row writes after 80,000 rows COPYed into a 1,000-row table; a 100k store reached
-        58 GB), or the next COPY aborts the process, even into a table that was empty; a rel
-        table loses every committed row. A rolled-back ``LOAD FROM … CREATE`` does neither.
-        So ``COPY`` only as the last write of a transaction nothing can fail after but its
-        commit (or of none at all).
-
-        A large table goes through a Parquet file beside the store, deleted after: Kùzu's
-        connection keeps every Arrow table passed to it until the transaction is over (see
-        _let_go_of_tables), and an import's tables are ~0.9 GB at a million memories."""
-        folder = self._folder
-        if not may_roll_back:
-            create = ""
-        elif ends is None:
-            cols = ", ".join(f"`{c}`: `{c}`" for c in table.column_names)
-            create = f"CREATE (:{name} {{{cols}}})"
-        else:
-            # Two MATCH clauses, each a primary-key lookup: with one ("MATCH (a …), (b …)")
-            # Kùzu 0.11.3 joined every pair and 2,000 links filled a 300 MB buffer pool.
-            a, b, *props = table.column_names
-            cols = ", ".join(f"`{c}`: `{c}`" for c in props)
-            create = (
-                f"MATCH (a:{ends[0]} {{uid: `{a}`}}) MATCH (b:{ends[1]} {{uid: `{b}`}}) "
-                f"CREATE (a)-[:{name} {{{cols}}}]->(b)"
-            )
-        if table.num_rows < _COPY_VIA_FILE or any(c in folder for c in "'\\\n"):
-            if create:
-                self._run(f"LOAD FROM $t {create}", {"t": table}, solo=solo)
-            else:
-                self._run(f"COPY {name} FROM $t", {"t": table}, solo=solo)
-            return
-        import pyarrow.parquet as pq
-
-        fd, path = tempfile.mkstemp(prefix=self._copy_prefix(), suffix=".parquet", dir=folder)
-        os.close(fd)
-        try:
-            pq.write_table(table, path)
-            if create:
-                self._run(f"LOAD FROM '{path}' {create}", solo=solo)
-            else:
-                self._run(f"COPY {name} FROM '{path}'", solo=solo)
-        finally:
-            with suppress(OSError):
-                os.unlink(path)
-
-    def _copy_prefix(self) -> str:
-        return f".{Path(self._path).name}.copy-"
-
-    def _remove_copy_files(self) -> None:
-        """Parquet files a killed bulk load of this store left (only the holder of the store's
-        lock writes them, and this process holds it)."""
-        for leftover in Path(self._folder).glob(f"{glob.escape(self._copy_prefix())}*.parquet"):
-            with suppress(OSError):
-                leftover.unlink()
-
-    def _arrow(self, query: str, params: Mapping[str, Any], *, one_chunk: bool = False) -> Any:
-        """The result of ``query`` as one Arrow table of single-chunk columns.
-
-        Kùzu hands the result over in chunks of ``_ARROW_ROWS`` rows, which ``combine_chunks``
-        then copies into one (a second copy of the whole result, ~0.5 GB for the row snapshot
-        at 1M memories, while the first is still held): up to that many rows there is one chunk
-        and no copy. ``one_chunk``: always one chunk, for results of numbers and short strings
-        (a namespace's links, ~5M rows at 1M memories), whose columns cannot pass Arrow's 2 GiB
-        limit on one string array.
-        """
-        result = self._run(query, params)
-        assert not isinstance(result, list)
-        try:
-            return result.get_as_arrow(chunk_size=-1 if one_chunk else _ARROW_ROWS).combine_chunks()
-        except RuntimeError as exc:
-            raise storage_error(exc, self._path) from None
 
 
 def _hold_interrupts() -> Any:
