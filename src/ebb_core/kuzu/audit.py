@@ -89,21 +89,17 @@ class KuzuAudit(KuzuBase):
     def _write_audit(self, table: Any, last: Mapping[str, int]) -> None:
         """Write the Audit rows of ``table``; ``last``: each namespace's highest seq in it."""
         with self.transaction():
-            # each namespace's last seq before these rows (read first: a read of the log would
-            # write rows waiting for the commit at once, see KuzuSession._flush_deferred)
-            before = {ns: self.last_audit_seq(ns) for ns in last}
             if table.num_rows <= _SMALL:
                 for row in table.to_pylist():
                     self._q(AUDIT_CREATE, row)
-            else:
-                # COPY, sent last before the commit (see KuzuSession._copy_at_commit): half the
-                # CPU of LOAD FROM … CREATE, and 0.76 GB less peak RSS at a first maintain
-                # of 1M memories (800k rows); past _COPY_VIA_FILE rows through a Parquet file
-                self._copy_at_commit("Audit", table)
-            # keep each namespace's last seq at hand: max() over the log is a scan (~20-80 ms
-            # at 1M entries, for every entry appended while no value was kept)
+            else:  # past _COPY_VIA_FILE rows through a Parquet file, not kept by the connection
+                self._copy("Audit", table, may_roll_back=True)  # maintain may fail after
+            # keep each namespace's last seq at hand: max() over the log is a scan
             for ns, seq in last.items():
-                if seq >= before[ns]:
+                # >=: with no value kept yet, last_audit_seq reads max(seq) from the log,
+                # which holds these entries already (with > the value was never kept, and
+                # every audit entry scanned the log: ~20-80 ms at 1M entries)
+                if seq >= self.last_audit_seq(ns):
                     self.set_meta(f"audit_seq:{ns}", str(seq))
 
     def audit_log(
@@ -114,7 +110,6 @@ class KuzuAudit(KuzuBase):
         action: str | None = None,
         after_seq: int | None = None,
     ) -> list[AuditEntry]:
-        self._flush_deferred()  # this transaction's own entries, if any wait for its commit
         # newest `limit` (descending, reversed below) or, paging forward, oldest above after_seq
         newest = after_seq is None
         rows = self._q(
@@ -152,6 +147,5 @@ class KuzuAudit(KuzuBase):
         kept = self.get_meta(f"audit_seq:{namespace}")
         if kept is not None:
             return int(kept)
-        self._flush_deferred()
         rows = self._q("MATCH (a:Audit) WHERE a.ns = $ns RETURN max(a.seq)", {"ns": namespace})
         return int(rows[0][0] or 0) if rows else 0
