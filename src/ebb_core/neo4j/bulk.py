@@ -197,8 +197,9 @@ class Neo4jBulk(Neo4jSession):
     # A failed or interrupted import deletes what its committed batches created (bulk_load).
     bulk_rollback_safe = True
     #: How many batch transactions a staged import keeps running at once (sessions of their
-    #: own); 1 writes them one after the other.
-    import_writers = 2
+    #: own); 1 (the default) writes them one after the other. Two at once measured x0.87-0.93
+    #: at 10k under load, but x0.90-1.30 at 100k into a growing store (docs/neo4j.md).
+    import_writers = 1
 
     @contextmanager
     def bulk_load(self, rows: int) -> Iterator[None]:
