@@ -169,3 +169,19 @@ def test_direct_calls_only_when_the_sdk_would_answer_the_same(tmp_path: Path) ->
         assert direct.answered == 2
     finally:
         access.close()
+
+
+@pytest.mark.parametrize(
+    "missing", ["_serialize", "_negotiate_initialize"], ids=["serialize", "negotiate"]
+)
+def test_an_sdk_without_the_borrowed_parts_keeps_its_own_path(
+    monkeypatch: pytest.MonkeyPatch, missing: str
+) -> None:
+    # The direct answer borrows two private parts of the SDK's runner; the installed SDK has
+    # them, and an SDK release that moved either turns the direct answer off instead of
+    # breaking every stdio call.
+    from mcp.server.runner import ServerRunner
+
+    assert DirectCalls.supported()
+    monkeypatch.delattr(ServerRunner, missing)
+    assert not DirectCalls.supported()

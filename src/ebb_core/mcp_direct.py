@@ -78,6 +78,39 @@ class DirectCalls:
         self.answered = 0
         """How many calls were answered here (the rest went through the SDK)."""
 
+    @staticmethod
+    def supported() -> bool:
+        """Whether the installed SDK has every part the direct answer borrows. Some are private
+        (the runner's ``_serialize`` and ``_negotiate_initialize``) and may move in a minor
+        release of the SDK: without them stdio keeps the SDK's own path, only slower."""
+        try:
+            from mcp.server.request_state import RequestStateBoundary  # noqa: F401
+            from mcp.server.runner import ServerRunner
+            from mcp.shared.inbound import (  # noqa: F401
+                InboundModernRoute,
+                classify_inbound_request,
+            )
+            from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data  # noqa: F401
+            from mcp_types import (  # noqa: F401
+                PROTOCOL_VERSION_META_KEY,
+                ErrorData,
+                JSONRPCError,
+                JSONRPCNotification,
+                JSONRPCRequest,
+                JSONRPCResponse,
+            )
+            from mcp_types import methods as surface
+        except ImportError:
+            return False
+        return all(
+            callable(getattr(owner, name, None))
+            for owner, name in (
+                (ServerRunner, "_serialize"),
+                (ServerRunner, "_negotiate_initialize"),
+                (surface, "validate_client_request"),
+            )
+        )
+
     # -- what the SDK saw ---------------------------------------------------------------------
 
     def observe(self, item: Any) -> None:

@@ -170,7 +170,11 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
                 ):
                     stdin.attach(write_stream)
                     lowlevel = self._lowlevel_server
-                    if stdout is not None and direct_handler is not None:
+                    if (
+                        stdout is not None
+                        and direct_handler is not None
+                        and DirectCalls.supported()
+                    ):
                         direct = DirectCalls(lowlevel, direct_handler, short_tools, access)
                         stdin.direct, stdin.out, stdout.on_write = direct, stdout, direct.sent
                     await lowlevel.run(
