@@ -25,6 +25,11 @@ class _Commands(click.Group):
             "mcp_command",
             "Serve Ebb's memory tools to an MCP client (stdio by default, or streamable HTTP).",
         ),
+        "neo4j-bulk": (
+            "ebb_core.cli.bulk",
+            "neo4j_bulk",
+            "Load an export into an EMPTY Neo4j database with neo4j-admin (offline, much faster).",
+        ),
         "ui": (
             "ebb_core.ui.server",
             "ui_command",

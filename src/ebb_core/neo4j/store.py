@@ -364,22 +364,7 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, GraphStore):
     # -- audit log -----------------------------------------------------------------------------
     def append_audit(self, entries: Sequence[AuditEntry]) -> None:
         self._write_rows(
-            "UNWIND $rows AS r CREATE (a:Audit) SET a = r",
-            [
-                {
-                    "seq": int(a.seq),
-                    "ns": a.namespace,
-                    "at_us": to_us(a.at),
-                    "action": a.action,
-                    "node_id": a.node_id,
-                    "from_tier": None if a.from_tier is None else int(a.from_tier),
-                    "to_tier": None if a.to_tier is None else int(a.to_tier),
-                    "actor": a.actor,
-                    "reason": a.reason,
-                    "payload": None if a.payload is None else json.dumps(a.payload),
-                }
-                for a in entries
-            ],
+            "UNWIND $rows AS r CREATE (a:Audit) SET a = r", [audit_row(a) for a in entries]
         )
 
     def append_audit_columns(
@@ -438,3 +423,19 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, GraphStore):
             {"ns": namespace},
         )
         return int(rows[0]["s"]) if rows else 0
+
+
+def audit_row(a: AuditEntry) -> dict[str, Any]:
+    """An audit entry as stored properties (``append_audit``; the offline import's CSV too)."""
+    return {
+        "seq": int(a.seq),
+        "ns": a.namespace,
+        "at_us": to_us(a.at),
+        "action": a.action,
+        "node_id": a.node_id,
+        "from_tier": None if a.from_tier is None else int(a.from_tier),
+        "to_tier": None if a.to_tier is None else int(a.to_tier),
+        "actor": a.actor,
+        "reason": a.reason,
+        "payload": None if a.payload is None else json.dumps(a.payload),
+    }

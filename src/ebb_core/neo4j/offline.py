@@ -1,0 +1,320 @@
+"""A first load of a Neo4j database without transactions: an Ebb export as ``neo4j-admin`` CSV.
+
+Through Bolt, an import is bound by the server applying each transaction (about 4k memories/s
+on a 2-core host, docs/neo4j.md). For an **empty** database, Neo4j's offline importer
+(``neo4j-admin database import full``, the server stopped) writes the store files directly.
+This module turns an export into the files it reads, laid out exactly as
+:class:`~ebb_core.neo4j.store.Neo4jStore`'s own import stores the same export:
+
+1. :func:`prepare` parses the export with the same code as ``Brain.import_`` (the same checks,
+   the same keys from the file, the same renumbered audit entries, the same settings: schema
+   version, scoring epoch and signature, tier references), by running that import against a
+   store that writes CSV instead of a database (:class:`_CsvStore`). It writes
+   ``memories.csv`` (``:Memory``), ``links.csv`` (``[:LINK]``), ``audit.csv`` (``:Audit``),
+   ``meta.csv`` (``:Meta``) and ``manifest.json`` (counts and the command to run), each file's
+   header naming Neo4j's property types (``long``, ``double``, ``boolean``; strings quoted, an
+   empty unquoted field is no property, as a null is in a ``CREATE``).
+2. The user runs :func:`admin_command`'s ``neo4j-admin database import full`` against the stopped
+   server. It refuses a database that already exists; only ``--overwrite-destination``, which
+   Ebb never adds, would replace it. ``--bad-tolerance=0``: one bad row fails the whole import.
+3. With the server started, :func:`finish` creates Ebb's constraints and indexes (the importer
+   writes none), waits until they are online however long the full-text index takes, checks
+   the database holds what the manifest says, and opens the store as Ebb does.
+
+Vectors are not carried (run ``ebb embed`` afterwards); a file that carries them is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+from ..clock import Clock
+from ..errors import InvalidInput, StorageError
+from ..model import AuditEntry, Tier
+from ..scoring import Config
+from ..store import GraphStore
+from .queries import _SCHEMA, SCHEMA_VERSION
+
+#: Property types of each file's columns (Neo4j header types; strings have none).
+MEMORY_TYPES = {
+    "ns": "", "id": "", "kind": "", "text": "", "props": "", "created_us": "long",
+    "updated_us": "long", "last_read_us": "long", "pinned": "boolean", "tier": "long",
+    "review_reason": "", "queued_us": "long", "base_key": "double", "key": "double",
+    "degree": "long",
+}  # fmt: skip
+LINK_TYPES = {
+    "kind": "", "weight": "double", "created_us": "long", "reinforced_us": "long", "props": "",
+}  # fmt: skip
+AUDIT_TYPES = {
+    "seq": "long", "ns": "", "at_us": "long", "action": "", "node_id": "", "from_tier": "long",
+    "to_tier": "long", "actor": "", "reason": "", "payload": "",
+}  # fmt: skip
+META_TYPES = {"key": "", "value": ""}
+FILES = {"Memory": "memories.csv", "LINK": "links.csv", "Audit": "audit.csv", "Meta": "meta.csv"}
+
+
+class _CsvStore(GraphStore):
+    """What ``Brain.import_`` writes into an empty Neo4j database, collected instead of sent.
+
+    Only what an import into a new store calls is here; anything else is a programming error.
+    """
+
+    backend = "neo4j-csv"
+    bulk_rollback_safe = True
+
+    def __init__(self) -> None:
+        self.meta: dict[str, str] = {"schema_version": SCHEMA_VERSION}
+        self.nodes: dict[str, Any] | None = None
+        self.edges: dict[str, Any] | None = None
+        self.audit: list[AuditEntry] = []
+
+    def transaction(self) -> Any:
+        return nullcontext()
+
+    def close(self) -> None:
+        return None
+
+    def get_meta(self, key: str) -> str | None:
+        return self.meta.get(key)
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.meta[key] = value
+
+    def existing_ids(self, namespace: str, ids: Sequence[str]) -> set[str]:
+        return set()  # an empty database
+
+    def top_by_key(self, namespace: str, max_tier: Tier, limit: int, kinds: Any = ()) -> list[Any]:
+        return []
+
+    def last_audit_seq(self, namespace: str) -> int:
+        return max((a.seq for a in self.audit if a.namespace == namespace), default=0)
+
+    def bulk_insert(self, nodes: Mapping[str, Any], edges: Mapping[str, Any]) -> None:
+        if self.nodes is not None or "key" not in nodes:  # only the one-shot, keyed path
+            raise InvalidInput(
+                "this export cannot be bulk-loaded into an empty database (its links point "
+                "outside it): use `ebb import`",
+                field="src",
+            )
+        self.nodes, self.edges = dict(nodes), dict(edges)
+
+    def append_audit(self, entries: Sequence[AuditEntry]) -> None:
+        self.audit.extend(entries)
+
+    def _unused(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("not part of an import into an empty database")
+
+    get_nodes = incident = scan_nodes = namespaces = text_candidates = _unused
+    upsert_nodes = upsert_edges = delete_nodes = audit_log = _unused
+
+
+def prepare(
+    src: str | Path,
+    out_dir: str | Path,
+    *,
+    namespace: str | None = None,
+    clock: Clock | None = None,
+    config: Config | None = None,
+) -> dict[str, Any]:
+    """Write the ``neo4j-admin`` files for export ``src`` into ``out_dir`` (which must be empty
+    or absent); returns the manifest (counts, files, the command; also ``manifest.json``).
+
+    ``namespace`` puts every memory into one namespace (``ebb import --into``); ``clock`` sets
+    the scoring epoch as a new store's first open would (now, by default).
+    """
+    from ..engine import Brain
+
+    out = Path(out_dir)
+    if out.exists() and any(out.iterdir()):
+        raise InvalidInput(f"{out} is not empty: give a new directory", field="out_dir")
+    store = _CsvStore()
+    brain = Brain(store, clock=clock, config=config, embedder=False)
+    if _carries_vectors(Path(src)):
+        raise InvalidInput(
+            "this export carries vectors, which the bulk path does not load: import it with "
+            "`ebb import`, or export without them and run `ebb embed` after the bulk load",
+            field="src",
+        )
+    counts = brain.import_(src, namespace=namespace)
+    out.mkdir(parents=True, exist_ok=True)
+    if store.nodes is None or store.edges is None:
+        raise InvalidInput("the export holds no memories: nothing to bulk-load", field="src")
+    multiline = _write_memories(out / FILES["Memory"], store.nodes)
+    multiline |= _write_links(out / FILES["LINK"], store.nodes, store.edges)
+    multiline |= _write_audit(out / FILES["Audit"], store.audit)
+    _write_table(out / FILES["Meta"], META_TYPES, _meta_columns(store.meta))
+    manifest: dict[str, Any] = {
+        "memories": counts["nodes"],
+        "links": counts["edges"],
+        "audit": len(store.audit),
+        "meta": len(store.meta),
+        "multiline": multiline,
+        "files": dict(FILES),
+    }
+    manifest["command"] = admin_command(out, multiline=multiline)
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    return manifest
+
+
+def admin_command(
+    out_dir: str | Path, *, database: str = "neo4j", multiline: bool = False
+) -> list[str]:
+    """``neo4j-admin database import full`` for the files in ``out_dir`` (run with the server
+    stopped; it refuses a database that exists)."""
+    d = Path(out_dir).resolve()
+    return [
+        "neo4j-admin",
+        "database",
+        "import",
+        "full",
+        database,
+        f"--nodes=Memory={d / FILES['Memory']}",
+        f"--nodes=Audit={d / FILES['Audit']}",
+        f"--nodes=Meta={d / FILES['Meta']}",
+        f"--relationships=LINK={d / FILES['LINK']}",
+        "--id-type=integer",
+        "--bad-tolerance=0",
+        f"--report-file={d / 'import.report'}",
+        f"--multiline-fields={'true' if multiline else 'false'}",
+    ]
+
+
+def finish(
+    store_uri: str,
+    out_dir: str | Path,
+    *,
+    auth: Any = None,
+    database: str | None = None,
+    poll_seconds: float = 5.0,
+) -> dict[str, Any]:
+    """After ``neo4j-admin`` and a server start: create Ebb's constraints and indexes, wait
+    until every one is online, check the database holds the manifest's counts, and open the
+    store as Ebb does. Returns the counts found and the seconds spent building the indexes."""
+    import neo4j
+
+    from .store import Neo4jStore
+
+    manifest = json.loads((Path(out_dir) / "manifest.json").read_text(encoding="utf-8"))
+    t0 = time.perf_counter()
+    with neo4j.GraphDatabase.driver(store_uri, auth=auth) as driver:
+        for ddl in _SCHEMA:
+            driver.execute_query(ddl, database_=database)
+        while True:
+            rows = driver.execute_query(
+                "SHOW INDEXES YIELD name, state, populationPercent "
+                "WHERE name STARTS WITH 'ebb_' RETURN name, state, populationPercent",
+                database_=database,
+            ).records
+            failed = [r["name"] for r in rows if r["state"] == "FAILED"]
+            if failed:
+                raise StorageError(f"Neo4j failed to build index {failed[0]!r}: see its log")
+            if all(r["state"] == "ONLINE" for r in rows):
+                break
+            time.sleep(poll_seconds)
+        index_s = time.perf_counter() - t0
+        found = {
+            "memories": _count(driver, "MATCH (n:Memory) RETURN count(n) AS c", database),
+            "links": _count(driver, "MATCH ()-[e:LINK]->() RETURN count(e) AS c", database),
+            "audit": _count(driver, "MATCH (a:Audit) RETURN count(a) AS c", database),
+            "meta": _count(driver, "MATCH (m:Meta) RETURN count(m) AS c", database),
+        }
+    wrong = {k: (v, manifest[k]) for k, v in found.items() if v != manifest[k]}
+    if wrong:
+        what = ", ".join(f"{k}: {v} found, {m} in the files" for k, (v, m) in wrong.items())
+        raise StorageError(
+            f"the database does not hold what was prepared ({what}): was it empty when "
+            "neo4j-admin ran, and did the import finish?"
+        )
+    Neo4jStore(store_uri, auth=auth, database=database).close()  # Ebb's own checks at open
+    return {**found, "index_s": round(index_s, 1)}
+
+
+def _count(driver: Any, query: str, database: str | None) -> int:
+    return int(driver.execute_query(query, database_=database).records[0]["c"])
+
+
+def _carries_vectors(path: Path) -> bool:
+    from ..transfer import VECTOR_RECORD
+
+    needle = f'"type": "{VECTOR_RECORD}"'.encode()
+    compact = f'"type":"{VECTOR_RECORD}"'.encode()
+    with path.open("rb") as f:
+        return any(needle in line or compact in line for line in f)
+
+
+def _meta_columns(meta: Mapping[str, str]) -> dict[str, list[str]]:
+    keys = sorted(meta)
+    return {"key": keys, "value": [meta[k] for k in keys]}
+
+
+def _arrow(column: Any, typ: str) -> Any:
+    import pyarrow as pa
+
+    want = {"": pa.string(), "long": pa.int64(), "double": pa.float64(), "boolean": pa.bool_()}
+    t = want[typ]
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if not isinstance(column, pa.Array):
+        column = pa.array(list(column), t)
+    return column.cast(t)
+
+
+def _write_table(
+    path: Path, types: Mapping[str, str], columns: Mapping[str, Any], id_cols: Sequence[str] = ()
+) -> bool:
+    """One CSV with Neo4j's header (``name:type``, and ``id_cols`` first); every string quoted,
+    nulls as empty fields. Returns whether a string holds a line break."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    arrays = {n: _arrow(columns[n], "long") for n in id_cols}
+    arrays.update({n: _arrow(columns[n], t) for n, t in types.items()})
+    header = [*id_cols] + [f"{n}:{t}" if t else n for n, t in types.items()]
+    multiline = False
+    for n, t in types.items():
+        if not t and len(arrays[n]):
+            broken = pc.any(pc.match_substring_regex(arrays[n], "[\r\n]")).as_py()
+            multiline |= bool(broken)
+    table = pa.table(list(arrays.values()), names=[f"c{i}" for i in range(len(arrays))])
+    with path.open("wb") as f:
+        f.write((",".join(header) + "\n").encode())
+        pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False))
+    return multiline
+
+
+def _write_memories(path: Path, nodes: Mapping[str, Any]) -> bool:
+    import pyarrow as pa
+
+    cols = {("ns" if c == "namespace" else c): v for c, v in nodes.items()}
+    cols[":ID(Memory)"] = pa.array(range(len(cols["id"])), pa.int64())
+    return _write_table(path, MEMORY_TYPES, cols, id_cols=(":ID(Memory)",))
+
+
+def _write_links(path: Path, nodes: Mapping[str, Any], edges: Mapping[str, Any]) -> bool:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from .bulk import _keys
+
+    known = _keys(nodes["namespace"], nodes["id"])
+    cols: dict[str, Any] = {
+        ":START_ID(Memory)": pc.index_in(_keys(edges["namespace"], edges["src"]), known),
+        ":END_ID(Memory)": pc.index_in(_keys(edges["namespace"], edges["dst"]), known),
+    }
+    cols.update({c: edges[c] for c in LINK_TYPES})
+    props = _arrow(cols["props"], "")
+    cols["props"] = pc.if_else(pc.equal(props, "{}"), pa.scalar(None, pa.string()), props)
+    return _write_table(path, LINK_TYPES, cols, id_cols=(":START_ID(Memory)", ":END_ID(Memory)"))
+
+
+def _write_audit(path: Path, entries: Sequence[AuditEntry]) -> bool:
+    from .store import audit_row
+
+    rows = [audit_row(a) for a in entries]
+    return _write_table(path, AUDIT_TYPES, {c: [r[c] for r in rows] for c in AUDIT_TYPES})
