@@ -717,6 +717,135 @@ def test_the_last_audit_number_is_kept_so_appending_does_not_scan_the_log(tmp_pa
         assert max(e.seq for e in b.audit_log()) == stored + 1
 
 
+def _audit_columns(n: int, tag: str) -> dict[str, list[Any]]:
+    return {
+        "action": ["demote"] * n,
+        "node_id": [f"{tag}{i}" for i in range(n)],
+        "from_tier": [1] * n,
+        "to_tier": [2] * n,
+        "actor": ["maintain"] * n,
+        "reason": ["r"] * n,
+    }
+
+
+def test_many_audit_rows_are_copied_last_and_seen_by_reads_before_the_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large batch of audit rows waits for the end of its transaction (then one COPY, the
+    last write); a read of the log inside the transaction sees them (written at once,
+    rollback-safe), and a rollback leaves neither."""
+    from datetime import UTC, datetime
+
+    from ebb_core.kuzu import audit
+
+    monkeypatch.setattr(audit, "COPY_AUDIT_MIN", 200)  # 50,000 in use: these batches count
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    store = KuzuStore(tmp_path / "later.kuzu")
+    sent: list[str] = []
+    run = store._run
+
+    def spy(query: Any, params: Any = None, **kw: Any) -> Any:
+        sent.append(query if isinstance(query, str) else "<prepared>")
+        return run(query, params, **kw)
+
+    store._run = spy  # type: ignore[method-assign]
+    with store.transaction():
+        store.append_audit_columns("a", 1, at, _audit_columns(500, "first"))
+        assert not any("Audit" in q for q in sent)  # not yet: it waits for the commit
+        marker = len(sent)
+    assert any(q.startswith("COPY Audit") for q in sent[marker:])
+    assert store.counts("a").audit_entries == 500
+    with store.transaction():
+        store.append_audit_columns("a", 501, at, _audit_columns(300, "second"))
+        seen = store.audit_log("a", 1000, action="demote")
+        assert [e.seq for e in seen] == list(range(1, 801))
+    assert store.counts("a").audit_entries == 800
+    with pytest.raises(KeyError), store.transaction():
+        store.append_audit_columns("a", 801, at, _audit_columns(300, "gone"))
+        raise KeyError("failed after the audit rows")
+    with pytest.raises(KeyError), store.transaction():
+        store.append_audit_columns("a", 801, at, _audit_columns(300, "gone"))
+        assert store.counts("a").audit_entries == 1100  # flushed for the read...
+        raise KeyError("failed after the read")
+    assert store.counts("a").audit_entries == 800  # ... and rolled back with the rest
+    assert store.audit_log("a", 5, node_id="gone0") == []
+    store.close()
+
+
+def test_a_ctrl_c_during_the_audit_copy_waits_for_the_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The COPY cannot be rolled back cleanly (Kùzu 0.11.3): a Ctrl-C that arrives while it
+    runs is raised once the transaction has committed, with every row stored."""
+    from datetime import UTC, datetime
+
+    from ebb_core.kuzu import audit
+
+    monkeypatch.setattr(audit, "COPY_AUDIT_MIN", 200)
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    store = KuzuStore(tmp_path / "ctrl-c.kuzu")
+    copy = store._copy
+
+    def interrupted(name: str, table: Any, **kw: Any) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # the user presses Ctrl-C as the COPY starts
+        time.sleep(0.05)
+        copy(name, table, **kw)
+
+    store._copy = interrupted  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt), store.transaction():
+        store.set_meta("marker", "set")
+        store.append_audit_columns("a", 1, at, _audit_columns(400, "n"))
+    store._copy = copy  # type: ignore[method-assign]
+    assert store.counts("a").audit_entries == 400
+    assert store.get_meta("marker") == "set"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    store.close()
+    reopened = KuzuStore(tmp_path / "ctrl-c.kuzu")
+    assert reopened.counts("a").audit_entries == 400
+    assert reopened.last_audit_seq("a") == 400
+    reopened.close()
+
+
+def test_fewer_audit_rows_than_the_copy_threshold_go_in_with_their_statement(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under ``COPY_AUDIT_MIN`` rows an audit write is one ``LOAD FROM … CREATE`` sent at once
+    (a COPY into a table holding rows costs a commit that grows with the table: a later
+    maintain's few hundred rows must not pay it), also after a batch that was copied; it
+    rolls back with its transaction, and the log and its numbering stay whole."""
+    from datetime import UTC, datetime
+
+    from ebb_core.kuzu import audit
+
+    monkeypatch.setattr(audit, "COPY_AUDIT_MIN", 200)
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    store = KuzuStore(tmp_path / "small.kuzu")
+    sent: list[str] = []
+    run = store._run
+
+    def spy(query: Any, params: Any = None, **kw: Any) -> Any:
+        sent.append(query if isinstance(query, str) else "<prepared>")
+        return run(query, params, **kw)
+
+    store._run = spy  # type: ignore[method-assign]
+    with store.transaction():
+        store.append_audit_columns("a", 1, at, _audit_columns(300, "big"))
+    assert [q for q in sent if "Audit" in q and "COPY" in q]  # over the threshold: copied
+    sent.clear()
+    with store.transaction():
+        store.append_audit_columns("a", 301, at, _audit_columns(150, "small"))
+        assert [q.split(" (")[0] for q in sent if "Audit" in q] == ["LOAD FROM $t CREATE"]
+    assert not [q for q in sent if "COPY" in q]
+    with pytest.raises(KeyError), store.transaction():
+        store.append_audit_columns("a", 451, at, _audit_columns(150, "gone"))
+        raise KeyError("failed after the audit rows")
+    assert store.counts("a").audit_entries == 450
+    assert store.last_audit_seq("a") == 450
+    assert [e.seq for e in store.audit_log("a", 1000)] == list(range(1, 451))
+    assert store.audit_log("a", 5, node_id="gone0") == []
+    store.close()
+
+
 def test_a_full_buffer_pool_is_reported_as_a_budget_to_raise() -> None:
     """Kùzu's words when its pool cannot hold an operation (seen building the text index of
     1M memories in a 1.2 GB pool) become an error that names the setting to raise."""

@@ -171,9 +171,17 @@ def test_kuzu_commits_moves_in_batches_its_buffer_pool_holds(tmp_path: Path) -> 
         roomy.close()
 
 
-def test_kuzu_maintain_in_batches_equals_one_transaction(tmp_path: Path, clock: FixedClock) -> None:
+@pytest.mark.parametrize("audit_by", ["load", "copy"])
+def test_kuzu_maintain_in_batches_equals_one_transaction(
+    tmp_path: Path, clock: FixedClock, audit_by: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Moves committed 37 at a time (each batch with its audit entries): the same tiers,
-    review reasons, report and audit log as every move in one transaction."""
+    review reasons, report and audit log as every move in one transaction; with the audit rows
+    by ``LOAD FROM … CREATE`` and, past ``COPY_AUDIT_MIN`` (lowered here), by ``COPY``."""
+    if audit_by == "copy":
+        from ebb_core.kuzu import audit
+
+        monkeypatch.setattr(audit, "COPY_AUDIT_MIN", _SMALL + 1)
     runs = []
     for name, per_tx in (("batched", _SMALL + 5), ("whole", None)):
         here = FixedClock(clock.now())
@@ -201,12 +209,18 @@ def _batched(path: Path, clock: FixedClock) -> Brain:
     return brain
 
 
+@pytest.mark.parametrize("audit_by", ["load", "copy"])
 def test_a_kuzu_maintain_cut_short_between_batches_leaves_whole_moves(
-    tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch, audit_by: str
 ) -> None:
     """The third batch fails after its moves were written (its audit rows never are): the two
     committed batches stay moved and audited, the third rolls back whole, and the next
-    maintain ends where an uninterrupted one does."""
+    maintain ends where an uninterrupted one does; with the committed batches' audit rows
+    by ``LOAD FROM … CREATE`` or by ``COPY`` (``COPY_AUDIT_MIN`` lowered)."""
+    from ebb_core.kuzu import audit
+
+    if audit_by == "copy":
+        monkeypatch.setattr(audit, "COPY_AUDIT_MIN", _SMALL + 1)
     with _batched(tmp_path / "whole", clock) as whole:
         whole.maintain()
         want = _state(whole)[0]
@@ -221,10 +235,10 @@ def test_a_kuzu_maintain_cut_short_between_batches_leaves_whole_moves(
                 raise StorageError("the disk went away (test)")
             real(*args)
 
-        monkeypatch.setattr(brain.store, "append_audit_columns", failing)
-        with pytest.raises(StorageError, match="went away"):
-            brain.maintain()
-        monkeypatch.undo()
+        with monkeypatch.context() as m:
+            m.setattr(brain.store, "append_audit_columns", failing)
+            with pytest.raises(StorageError, match="went away"):
+                brain.maintain()
         nodes, audit = _state(brain)
         moved = {a[3]: a for a in audit if a[6] == "maintain"}
         assert len(moved) == 2 * (_SMALL + 5)  # two whole batches

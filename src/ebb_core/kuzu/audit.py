@@ -17,6 +17,17 @@ from .base import KuzuBase
 from .queries import _SMALL, SEP, uid
 from .tables import AUDIT_COLUMNS, AUDIT_CREATE, audit_arrow_types
 
+COPY_AUDIT_MIN = 50_000
+"""Audit rows from which one write goes in by ``COPY`` at the commit rather than by ``LOAD FROM
+… CREATE``. A ``COPY`` into a table that holds rows already costs Kùzu 0.11.3 a commit that
+grows with the table, not with the rows copied (raw Kùzu, a ``STRING`` primary key: 300 rows
+copied into 100k took 0.1-0.4 s to commit, against ~0.01 s for ``LOAD FROM … CREATE``; the 10k
+benchmark's second maintain, a few hundred audit rows into 8.5k, 0.22 s of ``COPY`` and 0.39 s of
+commit against under 0.1 s in all). That fixed cost is what made every later maintain 3-5x
+slower when every batch past ``_SMALL`` rows was copied (a9b7f5f); past this many rows the
+``COPY``'s lower cost per row wins (a first maintain: 82k rows at 100k memories, batches of up to
+~196k at 1M)."""
+
 
 def _opt_int(value: int | None) -> int | None:
     return None if value is None else int(value)
@@ -89,17 +100,23 @@ class KuzuAudit(KuzuBase):
     def _write_audit(self, table: Any, last: Mapping[str, int]) -> None:
         """Write the Audit rows of ``table``; ``last``: each namespace's highest seq in it."""
         with self.transaction():
+            # each namespace's last seq before these rows (read first: a read of the log would
+            # write rows waiting for the commit at once, see KuzuSession._flush_deferred)
+            before = {ns: self.last_audit_seq(ns) for ns in last}
             if table.num_rows <= _SMALL:
                 for row in table.to_pylist():
                     self._q(AUDIT_CREATE, row)
-            else:  # past _COPY_VIA_FILE rows through a Parquet file, not kept by the connection
-                self._copy("Audit", table, may_roll_back=True)  # maintain may fail after
-            # keep each namespace's last seq at hand: max() over the log is a scan
+            elif table.num_rows < COPY_AUDIT_MIN:
+                self._copy("Audit", table, may_roll_back=True)  # LOAD FROM … CREATE
+            else:
+                # COPY, sent last before the commit (see KuzuSession._copy_at_commit): half the
+                # CPU of LOAD FROM … CREATE, and less peak RSS, at a first maintain of 1M
+                # memories (800k rows); past _COPY_VIA_FILE rows through a Parquet file
+                self._copy_at_commit("Audit", table)
+            # keep each namespace's last seq at hand: max() over the log is a scan (~20-80 ms
+            # at 1M entries, for every entry appended while no value was kept)
             for ns, seq in last.items():
-                # >=: with no value kept yet, last_audit_seq reads max(seq) from the log,
-                # which holds these entries already (with > the value was never kept, and
-                # every audit entry scanned the log: ~20-80 ms at 1M entries)
-                if seq >= self.last_audit_seq(ns):
+                if seq >= before[ns]:
                     self.set_meta(f"audit_seq:{ns}", str(seq))
 
     def audit_log(
@@ -110,6 +127,7 @@ class KuzuAudit(KuzuBase):
         action: str | None = None,
         after_seq: int | None = None,
     ) -> list[AuditEntry]:
+        self._flush_deferred()  # this transaction's own entries, if any wait for its commit
         # newest `limit` (descending, reversed below) or, paging forward, oldest above after_seq
         newest = after_seq is None
         rows = self._q(
@@ -147,5 +165,6 @@ class KuzuAudit(KuzuBase):
         kept = self.get_meta(f"audit_seq:{namespace}")
         if kept is not None:
             return int(kept)
+        self._flush_deferred()
         rows = self._q("MATCH (a:Audit) WHERE a.ns = $ns RETURN max(a.seq)", {"ns": namespace})
         return int(rows[0][0] or 0) if rows else 0

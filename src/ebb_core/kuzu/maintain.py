@@ -22,11 +22,14 @@ from .mirror import KeysSet
 from .queries import _SMALL, LINK_SEP, RECENT_LINKS, SEP, _release_arrow_memory
 
 _AUDIT_ROW_POOL = 1 << 10
-"""Bytes of Kùzu's buffer pool one tier move takes until its transaction commits: its audit
-row, written with ``LOAD FROM ... CREATE`` (rollback-safe, see ``KuzuSession._copy``), waits in
-the transaction's local storage, which Kùzu 0.11.3 keeps in the buffer pool (measured on raw
-Kùzu: 800k audit rows need more than a 256 MiB pool; a first maintain of 82k moves failed
-with the pool of a 128 MiB budget and passed with that of 192 MiB)."""
+"""Bytes of Kùzu's buffer pool one tier move took until its transaction committed when its audit
+row was written with ``LOAD FROM ... CREATE``, which waits in the transaction's local storage,
+kept in the buffer pool by Kùzu 0.11.3 (measured on raw Kùzu: 800k audit rows need more than a
+256 MiB pool; a first maintain of 82k moves failed with the pool of a 128 MiB budget and passed
+with that of 192 MiB). A batch of 50,000 rows or more now goes in by ``COPY`` just before the
+commit (``KuzuSession._copy_at_commit``, ``kuzu.audit.COPY_AUDIT_MIN``), but smaller ones and a
+read of the log inside the transaction still write them that way, and the moves' own updates
+wait in the pool too: the batches stay."""
 
 
 def moves_per_transaction(budget: int) -> int:

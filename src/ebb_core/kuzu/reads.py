@@ -212,6 +212,7 @@ class KuzuReads(KuzuBase):
             skip += len(rows)
 
     def namespaces(self) -> list[str]:
+        self._flush_deferred()  # audit rows waiting for the commit (see _copy_at_commit)
         rows = self._q("MATCH (n:Memory) RETURN DISTINCT n.ns")
         rows += self._q("MATCH (a:Audit) RETURN DISTINCT a.ns")
         return sorted({r[0] for r in rows})
@@ -230,6 +231,7 @@ class KuzuReads(KuzuBase):
             "MATCH (a:Memory)-[e:Link]->(:Memory) WHERE a.ns = $ns RETURN count(e)",
             {"ns": namespace},
         )[0][0]
+        self._flush_deferred()
         audits = self._q("MATCH (a:Audit) WHERE a.ns = $ns RETURN count(*)", {"ns": namespace})[0][
             0
         ]

@@ -243,6 +243,7 @@ class KuzuStore(
         self._depth = 0
         self._begun = False  # the current transaction has sent BEGIN
         self._sealed = False  # ... or was committed by a final write_event
+        self._at_commit: dict[str, list[Any]] = {}  # COPYs sent just before the commit
         # Prepared once per query text: measured ~30% faster than re-planning on every call.
         self._prepared: dict[str, Any] = {}
         self._mirror = Mirror(enabled=mirror)  # every in-process copy (see kuzu.mirror)
