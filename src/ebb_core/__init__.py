@@ -96,6 +96,11 @@ def __dir__() -> list[str]:
 
 __version__ = "0.1.0"
 
+#: True only in a one-shot `ebb recall` / `ebb stats` process, set before anything imports
+#: ebb_core.model: its result types are then the plain classes of ebb_core.model_plain (same
+#: fields and JSON, no pydantic import). Never set for a library, a test or a server.
+_plain_models = False
+
 __all__ = [
     "AuditEntry",
     "BackendUnavailable",

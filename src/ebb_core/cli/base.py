@@ -137,9 +137,8 @@ def handle_errors(fn: F) -> F:
 
 
 def _dump(value: Any) -> Any:
-    from pydantic import BaseModel
-
-    if isinstance(value, BaseModel):
+    # A result type: a pydantic model, or its plain twin in a one-shot process (model_plain).
+    if not isinstance(value, type) and callable(getattr(value, "model_dump", None)):
         return value.model_dump(mode="json")
     if isinstance(value, list):
         return [_dump(v) for v in value]

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from .app import main
+from .app import main, plain_results
 from .base import Ctx, Table, _dump, _short, emit_json, handle_errors, json_option, out, pass_ctx
 
 
@@ -50,6 +50,7 @@ def recall(
     as_json: bool,
 ) -> None:
     """Find the memories most relevant to QUERY, and why each surfaced."""
+    plain_results()
     with c.brain(create=False, only_reads=no_reinforce) as b:
         hits = b.recall(
             query,

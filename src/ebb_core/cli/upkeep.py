@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..clock import Clock
-from .app import main
+from .app import main, plain_results
 from .base import (
     Ctx,
     Table,
@@ -129,6 +129,7 @@ def approve(c: Ctx, ids: tuple[str, ...], approved_by: str, note: str, as_json: 
 @handle_errors
 def stats(c: Ctx, as_json: bool) -> None:
     """Counts for the namespace: memories per tier, edges, review queue."""
+    plain_results()
     with c.brain(create=False, only_reads=True) as b:
         s = b.stats()
     if as_json:
