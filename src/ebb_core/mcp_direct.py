@@ -78,6 +78,11 @@ class DirectCalls:
         self.answered = 0
         """How many calls were answered here (the rest went through the SDK)."""
 
+    @property
+    def lowlevel(self) -> Any:
+        """The SDK's low-level server this answers for."""
+        return self._lowlevel
+
     @staticmethod
     def supported() -> bool:
         """Whether the installed SDK has every part the direct answer borrows. Some are private
@@ -185,6 +190,11 @@ class DirectCalls:
 
     def _request(self, line: str) -> tuple[int | str, dict[str, Any]] | None:
         """``(id, params)`` of a clean ``tools/call`` of a short tool, else ``None``."""
+        message = self.parse(line)
+        return None if message is None else (message["id"], message["params"])
+
+    def parse(self, line: str) -> dict[str, Any] | None:
+        """The message if ``line`` is a clean ``tools/call`` of a short tool, else ``None``."""
         if '"tools/call"' not in line:
             return None
         from .mcp_wire import _no_constants, _problems
@@ -204,7 +214,22 @@ class DirectCalls:
             return None
         if _problems(message):
             return None
-        return id_, params
+        return message
+
+    def typed(self, version: str, params: dict[str, Any]) -> Any:
+        """The params, checked and parsed as the SDK would for ``version``, when the call can
+        be answered here now (the middleware plain, the store free), else ``None``."""
+        if not self._plain_middleware() or not self._store_free():
+            return None
+        return self._typed(version, params)
+
+    async def result(self, version: str, typed: Any) -> dict[str, Any]:
+        """The call's result shaped for the wire at ``version``, as the SDK's runner shapes it
+        (an exception propagates: the caller answers it as the SDK's entry would)."""
+        result = await self._handler(None, typed)
+        wire: dict[str, Any] = self._runner._serialize("tools/call", version, result)
+        self.answered += 1
+        return wire
 
     def _plain_middleware(self) -> bool:
         """Whether the server's middleware would pass a call through untouched: none, or only

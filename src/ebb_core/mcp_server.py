@@ -65,6 +65,7 @@ __all__ = [
     "TOOL_NAMES",
     "StoreAccess",
     "build_server",
+    "direct_calls",
     "mcp_command",
     "serve",
 ]
@@ -139,6 +140,8 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
     run = _runner(access, ToolError)
 
     class EbbServer(MCPServer[Any]):
+        direct_parts: tuple[Callable[..., Any], frozenset[str], StoreAccess] | None = None
+
         async def call_tool(
             self,
             name: str,
@@ -158,7 +161,6 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
             """The SDK's stdio transport, with Ebb's reader in front of it (see mcp_wire)."""
             from mcp.server.stdio import stdio_server
 
-            from .mcp_direct import DirectCalls
             from .mcp_wire import GuardedStdin, PipeStdout
 
             stdin = GuardedStdin()
@@ -170,12 +172,8 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
                 ):
                     stdin.attach(write_stream)
                     lowlevel = self._lowlevel_server
-                    if (
-                        stdout is not None
-                        and direct_handler is not None
-                        and DirectCalls.supported()
-                    ):
-                        direct = DirectCalls(lowlevel, direct_handler, short_tools, access)
+                    direct = direct_calls(self)
+                    if stdout is not None and direct is not None:
                         stdin.direct, stdin.out, stdout.on_write = direct, stdout, direct.sent
                     await lowlevel.run(
                         stdin.messages(read_stream),
@@ -200,6 +198,8 @@ def build_server(access: StoreAccess) -> MCPServer[Any]:
     allowed = {name: names for name, (names, _) in tools.items()}
     direct_handler = _answer_calls_directly(server, tools)
     short_tools = frozenset(n for n, (_, fn) in tools.items() if inspect.iscoroutinefunction(fn))
+    if direct_handler is not None:
+        server.direct_parts = (direct_handler, short_tools, access)
     _no_header_walk(server)
     _add_resources(server, run, ResourceError)
     without_idle_tracing(server)
@@ -272,6 +272,19 @@ def _answer_calls_directly(
 
     lowlevel.add_request_handler("tools/call", CallToolRequestParams, call_tool)
     return call_tool
+
+
+def direct_calls(server: MCPServer[Any]) -> Any:
+    """A :class:`~ebb_core.mcp_direct.DirectCalls` answering short calls for ``server`` (built
+    by :func:`build_server`), or ``None`` (the SDK lacks what it borrows, or the ``tools/call``
+    handler is the SDK's)."""
+    from .mcp_direct import DirectCalls
+
+    parts = getattr(server, "direct_parts", None)
+    if parts is None or not DirectCalls.supported():
+        return None
+    handler, short, access = parts
+    return DirectCalls(server._lowlevel_server, handler, short, access)
 
 
 def _no_header_walk(server: MCPServer[Any]) -> None:
@@ -469,27 +482,23 @@ def _serve_http(
     """Serve over streamable HTTP at ``http://HOST:PORT/mcp`` until the process is stopped
     (warning when the address is not loopback: the server has no authentication). Each request
     is answered with one JSON body (``json_response``), not an event stream: no tool sends
-    anything while it runs, and the stream cost both sides work on every call."""
+    anything while it runs, and the stream cost both sides work on every call. uvicorn writes
+    each such answer in one piece (:mod:`ebb_core.mcp_http`)."""
     if host not in ("127.0.0.1", "localhost", "::1"):
         _note(
             f"ebb mcp: warning: listening on {host}; the server has no authentication, so "
             "anyone who can reach this address can read and write these memories"
         )
+    from .mcp_http import serve_http_app
+
     shown = f"[{host}]" if ":" in host else host
     _note(
         f"ebb mcp: serving {where} (namespace {access.namespace!r}) over streamable HTTP at "
         f"http://{shown}:{port}{HTTP_PATH}; {mode}"
     )
     try:
-        _run(
-            functools.partial(
-                server.run_streamable_http_async,
-                host=host,
-                port=port,
-                streamable_http_path=HTTP_PATH,
-                json_response=True,
-            )
-        )
+        direct = direct_calls(server)
+        _run(functools.partial(serve_http_app, server, host, port, HTTP_PATH, direct))
     finally:
         access.close()
 
