@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -215,3 +216,57 @@ def test_the_delay_comes_from_the_environment(
     monkeypatch.delenv("EBB_REINFORCEMENT_DELAY")
     with Brain.open(tmp_path / "env.kuzu", backend="kuzu") as b:
         assert not isinstance(b.store, GroupedStore)
+
+
+def test_the_delayed_writes_share_one_thread_started_once(tmp_path: Path) -> None:
+    """Each delay's write runs on the same thread (a thread started per delay made the recall
+    that scheduled it wait for the thread to start); closing ends it."""
+    clock = FixedClock(T0)
+    b = Brain(
+        KuzuStore(tmp_path / "one.kuzu"), namespace="t", clock=clock, reinforcement_delay=0.05
+    )
+    b.remember("harbor lantern", id="note:a")
+    store = b.store
+    assert isinstance(store, GroupedStore)
+    threads = []
+    for round_ in range(4):
+        clock.advance(hours=1)
+        b.recall("harbor")
+        assert store.held == 1
+        deadline = time.monotonic() + 10
+        while store.held and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert store.held == 0 and store.flushes == round_ + 1  # written after the delay
+        threads.append({t.ident for t in threading.enumerate() if t.name == "ebb-reinforcement"})
+    assert len(threads[0]) == 1 and all(t == threads[0] for t in threads)
+    b.close()
+    deadline = time.monotonic() + 10
+    while any(t.name == "ebb-reinforcement" for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "the delayed-write thread outlived the store"
+        time.sleep(0.01)
+
+
+def test_a_delayed_call_thread_ends_when_idle_and_starts_again() -> None:
+    from ebb_core.grouping_base import DelayedCall
+
+    ran: list[int | None] = []
+    call = DelayedCall(0.01, lambda: ran.append(threading.get_ident()), "ebb-test-delayed")
+    call.IDLE_EXIT = 0.1
+    call.schedule()
+    call.schedule()  # pending already: one run
+    deadline = time.monotonic() + 10
+    while not any(t.name == "ebb-test-delayed" for t in threading.enumerate()) or ran == []:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    while any(t.name == "ebb-test-delayed" for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "an idle thread should end"
+        time.sleep(0.01)
+    assert len(ran) == 1
+    call.schedule()
+    while len(ran) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    call.stop()
+    call.schedule()  # stopped: nothing more runs
+    time.sleep(0.1)
+    assert len(ran) == 2
