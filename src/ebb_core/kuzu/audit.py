@@ -75,8 +75,10 @@ class KuzuAudit(KuzuBase):
             "ns": pa.array(np.full(size, namespace, dtype=object), pa.string()),
             "seq": seq,
             "at_us": pa.array(np.full(size, to_us(at), dtype=np.int64)),
-            "from_tier": pa.array([_opt_int(t) for t in columns["from_tier"]], pa.int64()),
-            "to_tier": pa.array([_opt_int(t) for t in columns["to_tier"]], pa.int64()),
+            # tiers (ints, Tier members or None) converted by Arrow itself: a Python call per
+            # value took ~0.3 s per column at 809k moves
+            "from_tier": pa.array(columns["from_tier"], pa.int64()),
+            "to_tier": pa.array(columns["to_tier"], pa.int64()),
             "payload": pa.nulls(size, pa.string()),
         }
         table = pa.table(
