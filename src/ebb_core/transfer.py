@@ -201,8 +201,8 @@ class TransferMixin(BrainBase):
             and not any(store.top_by_key(ns, Tier.FROZEN, 1) for ns in job.ids_by_ns)
         ) and job.n_nodes > 0
         if fresh:
-            scores = self._file_keys(job.node_cols, job.edge_cols, job.node_keys, job.ends)
-            # The namespaced ends (~0.25 GB at 5M links) are done with: they go before
+            scores = self._file_keys(job.node_cols, job.edge_cols, job.ends)
+            # The ends' positions and the namespaced ids are done with: they go before
             # Kùzu's COPY, which needs memory of its own.
             job.ends, job.node_keys = [], None
             store.bulk_insert({**job.node_cols, **scores}, job.edge_cols)
@@ -276,21 +276,18 @@ class TransferMixin(BrainBase):
         self,
         node_cols: Mapping[str, Any],
         edge_cols: Mapping[str, Any],
-        node_keys: Any,
         ends: Sequence[Any],
     ) -> dict[str, Any]:
         """``base_key``, ``key`` and ``degree`` columns for imported nodes whose edges are all in
-        the same import (see :func:`scoring.graph_keys`); ``node_keys`` and ``ends`` are the
-        nodes' and the edge ends' namespaced ids."""
+        the same import (see :func:`scoring.graph_keys`); ``ends``: each edge end's position
+        among the nodes (``_ImportJob.ends``)."""
         import pyarrow as pa
-        import pyarrow.compute as pc
 
-        src = pc.index_in(ends[0], value_set=node_keys)
-        dst = pc.index_in(ends[1], value_set=node_keys)
+        src, dst = ends
         read = _column(node_cols["last_read_us"], "int64")
         cfg = self._s.config
         base, key, degree = scoring.graph_keys(
-            len(node_keys),
+            len(node_cols["id"]),
             src.to_numpy(),
             dst.to_numpy(),
             _column(edge_cols["weight"], "float64").to_numpy(),
