@@ -13,8 +13,8 @@ own JSON Lines file, then times, through the ``mcp`` SDK's ``Client``:
   as the library runs by default (every reinforcement written with its recall) and with the
   grouped reinforcement ``ebb mcp`` uses (``reinforcement_delay=1``);
 - with ``--other-src DIR``, also ``ebb mcp`` from another source tree (say ``main``'s, from
-  ``git archive main | tar -x -C DIR``) over stdio, in the same turns: an A/B of two versions
-  of the server in one run.
+  ``git archive main | tar -x -C DIR``) over stdio and over streamable HTTP, in the same turns:
+  an A/B of two versions of the server in one run.
 
 Every side works on its own copy of the store and they take turns call by call (Ebb stdio, Ebb
 HTTP, in-process, reference, then the next query), so all of them meet the same moments of a
@@ -346,12 +346,17 @@ def free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def http_server(db: Path) -> AsyncIterator[str]:
-    """``ebb mcp --transport http`` on ``db``; yields its URL."""
+async def http_server(db: Path, src: Path | None = None) -> AsyncIterator[str]:
+    """``ebb mcp --transport http`` on ``db`` (from the source tree ``src`` if given); yields
+    its URL."""
     port = free_port()
+    command = [str(EBB)] if src is None else [sys.executable, "-m", "ebb_core.cli"]
+    env = {**os.environ, **store_env(db)}
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
     proc = subprocess.Popen(
-        [str(EBB), "mcp", "--transport", "http", "--port", str(port)],
-        env={**os.environ, **store_env(db)},
+        [*command, "mcp", "--transport", "http", "--port", str(port)],
+        env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -425,6 +430,13 @@ async def run_sides(
             other = await stack.enter_async_context(Client(params))
             sides.append(mcp_side("other_stdio", other, corpus, "recall", "remember"))
             sides[-1].pid = new_child(children)
+            other_http_db = copy_store(db, db.with_name(db.stem + "-other-http.kuzu"))
+            children = child_pids()
+            other_url = await stack.enter_async_context(http_server(other_http_db, other_src))
+            other_http_pid = new_child(children)
+            other_http = await stack.enter_async_context(Client(other_url))
+            sides.append(mcp_side("other_http", other_http, corpus, "recall", "remember"))
+            sides[-1].pid = other_http_pid
         if reference_js is not None and reference_data is not None:
             params = StdioServerParameters(
                 command="node",
@@ -579,12 +591,20 @@ def run_size(
         "http_over_stdio_remember_p50": round(http["write"]["p50"] / mcp["write"]["p50"], 2),
     }
     if "other_stdio" in row:
-        other = row["other_stdio"]
+        other, other_http = row["other_stdio"], row["other_http"]
         row["ab_vs_other"] = {
             f"{op}_{p}": round(mcp[op][p] / other[op][p], 3)
             for op in ("search", "write")
             for p in ("p50", "p95")
         }
+        row["ab_vs_other_http"] = {
+            f"{op}_{p}": round(http[op][p] / other_http[op][p], 3)
+            for op in ("search", "write")
+            for p in ("p50", "p95")
+        }
+        row["targets"]["other_http_over_stdio_recall_p50"] = round(
+            other_http["search"]["p50"] / other["search"]["p50"], 2
+        )
     if "reference" in row:
         ref = row["reference"]
         row["targets"]["faster_than_reference"] = {
@@ -691,6 +711,22 @@ def table(rows: list[dict[str, Any]], ref_note: str) -> str:
             lines.append(
                 f"| {r['memories']:,} | {pair(o)} | {ab['search_p50']:.2f}×, "
                 f"{ab['search_p95']:.2f}× | {one(o)} | {ab['write_p50']:.2f}× |"
+            )
+        lines += [
+            "",
+            "| memories | other tree's HTTP recall p50 / p95 | this / other over HTTP: recall "
+            "p50, p95; remember p50 | HTTP / stdio recall p50, this · other |",
+            "|---|---|---|---|",
+        ]
+        for r in rows:
+            if "other_http" not in r:
+                continue
+            o, ab, t = r["other_http"], r["ab_vs_other_http"], r["targets"]
+            lines.append(
+                f"| {r['memories']:,} | {pair(o)} | {ab['search_p50']:.2f}×, "
+                f"{ab['search_p95']:.2f}×; {ab['write_p50']:.2f}× | "
+                f"{t['http_over_stdio_recall_p50']:.2f}× · "
+                f"{t['other_http_over_stdio_recall_p50']:.2f}× |"
             )
     lines += [
         "",
