@@ -195,3 +195,19 @@ def test_an_aborted_transport_drops_what_is_kept() -> None:
         peer.close()
 
     asyncio.run(run())
+
+
+def test_a_check_that_fails_unexpectedly_leaves_the_call_to_the_sdk(tmp_path: Path) -> None:
+    async def check(app: DirectHttp, sdk: Any, direct: Any) -> None:
+        lowlevel = app.direct.lowlevel
+
+        def broken(name: str) -> Any:
+            raise RuntimeError("a schema lookup that breaks")
+
+        lowlevel.get_tool_input_schema = broken  # the SDK's entry logs it and serves the call
+        before = app.direct.answered
+        status, answer = await _post(direct, call(1, "stats", {}))
+        assert status == 200 and answer["result"]["structuredContent"]["nodes"] == 0
+        assert app.direct.answered == before
+
+    asyncio.run(_both(tmp_path, check))

@@ -21,10 +21,13 @@ is subclassed only to wrap the transport it is given.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
+
+log = logging.getLogger("ebb.mcp")
 
 __all__ = [
     "CoalescingTransport",
@@ -133,8 +136,9 @@ class DirectHttp:
     ``_write``: same body, same HTTP status). Anything else goes to the SDK's app with its body
     replayed: another path or method, a body of unknown length or over the size limit, the
     handshake era (sessions), a check that fails (the SDK answers it), another method or tool,
-    a tool whose schema declares ``Mcp-Param`` headers, and any call while the store is not
-    open and free (it may have to wait: the SDK's path puts it on a worker thread).
+    a tool whose schema declares ``Mcp-Param`` headers, a check that raises instead of
+    answering, and any call while the store is not open and free (it may have to wait: the
+    SDK's path puts it on a worker thread).
     """
 
     def __init__(self, app: Any, direct: Any, path: str, manager: Any) -> None:
@@ -176,6 +180,22 @@ class DirectHttp:
     async def _answer(self, scope: Any, body: bytes, receive: Any, send: Any) -> bool:
         """Answer the POST here if the SDK would answer it the same way; ``False``: not done."""
         from mcp.server._streamable_http_modern import _to_jsonrpc_response, _write
+
+        try:
+            checked = await self._checked(scope, body)
+        except Exception:  # whatever a check trips on, the SDK's entry answers it
+            log.debug("direct HTTP answer declined", exc_info=True)
+            return False
+        if checked is None:
+            return False
+        id_, version, typed = checked
+        reply = await _to_jsonrpc_response(id_, self.direct.result(version, typed))
+        await _write(reply, scope, receive, send)
+        return True
+
+    async def _checked(self, scope: Any, body: bytes) -> tuple[Any, str, Any] | None:
+        """``(id, version, params)`` when every check the SDK's entry makes passes and the call
+        can run now, else ``None``."""
         from mcp.server.streamable_http import check_accept_headers
         from mcp.shared.inbound import (
             MCP_PROTOCOL_VERSION_HEADER,
@@ -191,31 +211,27 @@ class DirectHttp:
         request = Request(scope)
         version_header = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
         if version_header is None or version_header in HANDSHAKE_PROTOCOL_VERSIONS:
-            return False  # the handshake era: sessions, the SDK's transport
+            return None  # the handshake era: sessions, the SDK's transport
         if await self._security.validate_request(request, is_post=True) is not None:
-            return False
+            return None
         if not check_accept_headers(request)[0]:
-            return False
+            return None
         try:
             message = self.direct.parse(body.decode("utf-8"))
         except UnicodeDecodeError:
-            return False
+            return None
         if message is None or find_duplicated_routing_header(request.headers.items()):
-            return False
+            return None
         try:
             req = JSONRPCRequest.model_validate(message)
         except ValidationError:
-            return False
+            return None
         verdict = classify_inbound_request(message, headers=dict(request.headers))
         if not isinstance(verdict, InboundModernRoute) or self._declares_headers(message):
-            return False
+            return None
         version = verdict.protocol_version
         typed = self.direct.typed(version, message["params"])
-        if typed is None:
-            return False
-        reply = await _to_jsonrpc_response(req.id, self.direct.result(version, typed))
-        await _write(reply, scope, receive, send)
-        return True
+        return None if typed is None else (req.id, version, typed)
 
     def _declares_headers(self, message: dict[str, Any]) -> bool:
         """Whether the tool's input schema declares ``Mcp-Param`` headers (the SDK checks those)."""
