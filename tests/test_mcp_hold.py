@@ -295,3 +295,52 @@ def test_every_name_of_a_store_finds_the_same_request(
     link.symlink_to(db)
     monkeypatch.chdir(tmp_path)
     assert request_path(db) == request_path("real.kuzu") == request_path("./link.kuzu")
+
+
+async def test_an_idle_holder_looks_for_requests_a_few_times_a_second(tmp_path: Path) -> None:
+    """While it holds the store between calls, the watcher looks for another process's request
+    every WANTED_POLL seconds (it looked every 50 ms: 20 wake-ups a second), still lets go
+    within that when one comes, and lets go when idle at the idle deadline."""
+    from ebb_core.mcp_access import WANTED_POLL
+
+    db = tmp_path / "looks.kuzu"
+    access = StoreAccess(db, backend="kuzu", namespace=NS, idle_release=600)
+    requests = access._requests
+    assert requests is not None
+    looks = Counter[str]()
+    wanted = requests.wanted_by_other
+
+    def counted() -> bool:
+        looks["looks"] += 1
+        return wanted()
+
+    requests.wanted_by_other = counted  # type: ignore[method-assign]
+    try:
+        async with Client(build_server(access)) as c:
+            await call(c, "stats")
+            looks.clear()
+            await anyio.sleep(2.0)
+            assert 2 <= looks["looks"] <= 2.0 / WANTED_POLL + 2  # was about 40
+            other = RequestFile(db)
+            other.pid = os.getppid()  # a live process other than this one asks
+            other.post()
+            t0 = time.monotonic()
+            await wait_until(lambda: not access.is_open, timeout=10)
+            assert time.monotonic() - t0 < WANTED_POLL + 1.0
+            assert access.releases["asked"] == 1
+            other.withdraw()
+    finally:
+        access.close()
+
+
+async def test_an_idle_store_is_let_go_at_its_deadline(tmp_path: Path) -> None:
+    access = StoreAccess(tmp_path / "deadline.kuzu", backend="kuzu", namespace=NS, idle_release=1.2)
+    try:
+        async with Client(build_server(access)) as c:
+            await call(c, "stats")
+            t0 = time.monotonic()
+            await wait_until(lambda: not access.is_open, timeout=10)
+            assert 1.1 <= time.monotonic() - t0 < 1.2 + 0.6
+            assert access.releases["idle"] == 1
+    finally:
+        access.close()
