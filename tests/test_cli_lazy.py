@@ -14,7 +14,16 @@ from pathlib import Path
 
 import pytest
 
-HEAVY = ("pydantic", "rich", "kuzu", "pyarrow", "numpy", "ebb_core.engine", "ebb_core.mcp_server")
+HEAVY = (
+    "pydantic",
+    "rich",
+    "kuzu",
+    "pyarrow",
+    "numpy",
+    "asyncio",
+    "ebb_core.engine",
+    "ebb_core.mcp_server",
+)
 
 
 def loaded_after(*args: str) -> tuple[list[str], str]:
@@ -66,6 +75,61 @@ def test_one_shot_commands_on_a_store_without_vectors_do_not_import_numpy(
         loaded, out = loaded_after("--db", db, *args)
         assert "kuzu" in loaded and "numpy" not in loaded, (args, loaded)
         assert "lantern" in out or '"nodes": 1' in out, out
+
+
+def _loaded_by_ebb(db: str, *args: str, watch: tuple[str, ...]) -> tuple[list[str], str]:
+    """Which of ``watch`` a command run as ``ebb`` (``main()`` reading ``sys.argv``, ended
+    with ``os._exit``) had imported when it ended, and its output."""
+    code = (
+        "import os, sys\n"
+        "end = os._exit\n"
+        "def _exit(code):\n"
+        f"    print('LOADED', sorted(m for m in {watch!r} if m in sys.modules), flush=True)\n"
+        "    end(code)\n"
+        "os._exit = _exit\n"
+        f"sys.argv = ['ebb', '--db', {db!r}, *{list(args)!r}]\n"
+        "from ebb_core.cli import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("LOADED ") and done.returncode == 0, done.stdout + done.stderr
+    return json.loads(last.removeprefix("LOADED ").replace("'", '"')), done.stdout
+
+
+def test_one_shot_commands_do_not_import_what_they_do_not_use(tmp_path: Path) -> None:
+    """`import kuzu` imports asyncio for its AsyncConnection (~25-30 ms of a one-shot
+    command): Ebb gives Kùzu's import a stand-in that imports it on first use. zipfile and
+    hashlib (embedders, vector tables, an id's fourth clash), tempfile and glob (bulk loads
+    and their leftovers) are imported where they are used; a one-shot recall or stats
+    imports no pydantic (tests/test_cli_plain.py), which would import most of them."""
+    db = str(tmp_path / "plain.kuzu")
+    unused = ("asyncio", "zipfile", "tempfile", "hashlib", "glob", "pydantic")
+    loaded, out = _loaded_by_ebb(db, "remember", "harbor lantern", "--json", watch=unused)
+    assert "asyncio" not in loaded and "pydantic" in loaded, loaded
+    for args in (("recall", "lantern", "--json"), ("recall", "lantern"), ("stats", "--json")):
+        loaded, out = _loaded_by_ebb(db, *args, watch=(*unused, "kuzu"))
+        assert loaded == ["kuzu"], (args, loaded)
+        assert "harbor lantern" in out or '"nodes": 1' in out
+
+
+def test_kuzu_async_connection_still_works_after_ebb_imported_kuzu(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from ebb_core import Brain\n"
+        f"with Brain.open({str(tmp_path / 'a.kuzu')!r}) as b:\n"
+        "    b.remember('harbor lantern')\n"
+        "assert 'asyncio' not in sys.modules\n"
+        "import asyncio, kuzu\n"
+        "assert asyncio is sys.modules['asyncio'] and asyncio.__spec__ is not None\n"
+        "async def go():\n"
+        "    conn = kuzu.AsyncConnection(kuzu.Database(':memory:'))\n"
+        "    result = await conn.execute('RETURN 40 + 2 AS x')\n"
+        "    return result.get_next()\n"
+        "print('ASYNC', asyncio.run(go()))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "ASYNC [42]", done.stderr
 
 
 def test_the_package_imports_its_names_on_first_use() -> None:

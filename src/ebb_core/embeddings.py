@@ -25,14 +25,12 @@ embedder's name and dimension; opening it with another is an error (see
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import math
 import os
 import re
 import threading
-import zipfile
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
@@ -260,6 +258,8 @@ class FakeEmbedder(Embedder):
         self.texts = 0
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        import hashlib
+
         import numpy as np
 
         self.calls += 1
@@ -371,6 +371,8 @@ class MiniLM(Embedder):
                 "declares sentence-transformers, which Ebb does not need), or set "
                 "EBB_MINILM_DIR to a folder holding model.safetensors and tokenizer.json"
             ) from None
+        import zipfile  # here: a store without an embedder imports neither it nor its modules
+
         archive = Path(next(iter(spec.submodule_search_locations))) / "model.zip"
         try:
             with zipfile.ZipFile(archive) as zf:

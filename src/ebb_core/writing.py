@@ -7,7 +7,6 @@ incremental scoring of :mod:`ebb_core.keys`.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -300,6 +299,8 @@ class WriteMixin(BrainBase):
             if attempt <= 3:
                 candidate = f"{base}-{attempt}"
             else:
+                import hashlib  # only on the fourth clash of an id
+
                 seed = f"{text}|{self._now_us()}|{attempt}".encode()
                 candidate = f"{base}-{hashlib.blake2b(seed, digest_size=4).hexdigest()}"
         return candidate

@@ -4,9 +4,7 @@ room checks and checkpoints, rollback, closing, and bulk loads through Arrow.
 
 from __future__ import annotations
 
-import glob
 import os
-import tempfile
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -109,6 +107,8 @@ class KuzuFiles(KuzuBase):
             else:
                 self._run(f"COPY {name} FROM $t", {"t": table}, solo=solo)
             return
+        import tempfile  # only a bulk load needs it (and random, shutil...)
+
         import pyarrow.parquet as pq
 
         fd, path = tempfile.mkstemp(prefix=self._copy_prefix(), suffix=".parquet", dir=folder)
@@ -129,9 +129,11 @@ class KuzuFiles(KuzuBase):
     def _remove_copy_files(self) -> None:
         """Parquet files a killed bulk load of this store left (only the holder of the store's
         lock writes them, and this process holds it)."""
-        for leftover in Path(self._folder).glob(f"{glob.escape(self._copy_prefix())}*.parquet"):
-            with suppress(OSError):
-                leftover.unlink()
+        prefix = self._copy_prefix()  # matched as text: glob costs a one-shot command an import
+        for name in os.listdir(self._folder):
+            if name.startswith(prefix) and name.endswith(".parquet"):
+                with suppress(OSError):
+                    os.unlink(os.path.join(self._folder, name))
 
     def _arrow(self, query: str, params: Mapping[str, Any], *, one_chunk: bool = False) -> Any:
         """The result of ``query`` as one Arrow table of single-chunk columns.

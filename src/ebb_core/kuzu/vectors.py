@@ -38,7 +38,6 @@ search (one shared index made a 200-memory namespace search thousands deep: p50 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext, suppress
 from typing import TYPE_CHECKING, Any
@@ -69,6 +68,8 @@ IN_PROCESS_MAX = 200_000
 
 def _names(namespace: str) -> tuple[str, str, str]:
     """``namespace``'s indexed vector table, its index and its tail (a digest: only hex in DDL)."""
+    import hashlib  # a store without vectors never asks
+
     h = hashlib.sha1(namespace.encode("utf-8")).hexdigest()[:20]
     return f"{PREFIX}{h}", f"memory_vec_{h}", f"{TAIL_PREFIX}{h}"
 
