@@ -12,6 +12,7 @@ refused, with the reason, unless ``EBB_TEST_NEO4J_WIPE=1``. A new backend is one
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,6 +26,13 @@ from ebb_core.store import GraphStore
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 ROOT = Path(__file__).resolve().parent.parent
+
+# The Ctrl-C tests raise SIGINT and expect Python's KeyboardInterrupt. A test run started in the
+# background by a shell without job control (`cmd &` in a script, nohup) inherits SIGINT
+# ignored, and then no Ctrl-C reaches Python at all; give the run Python's own handler back (it
+# also makes the child processes the tests start get the default disposition again).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 BACKENDS = ["kuzu", pytest.param("neo4j", marks=pytest.mark.neo4j)]
 #: more nodes than any test leaves behind: a server holding more is not emptied (see _Neo4jServer)
