@@ -239,12 +239,10 @@ def _count(driver: Any, query: str, database: str | None) -> int:
 
 
 def _carries_vectors(path: Path) -> bool:
-    from ..transfer import VECTOR_RECORD
+    """Whether the export holds vector records (found as ``Brain.import_`` finds them)."""
+    from ..transfer import VECTOR_RECORD, _file_contains
 
-    needle = f'"type": "{VECTOR_RECORD}"'.encode()
-    compact = f'"type":"{VECTOR_RECORD}"'.encode()
-    with path.open("rb") as f:
-        return any(needle in line or compact in line for line in f)
+    return _file_contains(path, f'{{"type": "{VECTOR_RECORD}"'.encode())
 
 
 def _meta_columns(meta: Mapping[str, str]) -> dict[str, list[str]]:
