@@ -8,6 +8,12 @@ an unmaintained synthetic store; copy ``maintain-N-5.kuzu`` and run this on the 
     cp /tmp/mb/maintain-1000000-5.kuzu /tmp/run.kuzu
     python bench/maintain_phases.py /tmp/run.kuzu
 
+``--events N`` runs ``bench_core``'s sequence between the two maintains (N reinforcing recalls,
+N common-word recalls, N remembers with two links each), so the second maintain is the one
+``bench_core`` times as "maintain again"; ``--checkpoint-between`` then sends a ``CHECKPOINT``
+before it (timed apart as ``checkpoint_before_again_s``), to tell its own work from the
+checkpoint of the events' writes that it would otherwise trigger.
+
 To compare with an older version, run it with ``PYTHONPATH=<old checkout>/src`` (a phase that
 version lacks is not timed). Times are wall time; ``cpu`` is the process's CPU time (all
 threads). Prints JSON.
@@ -99,10 +105,29 @@ class _Conn:
                 self._p.slow.append((self._p.phase, text[:80], round(dt, 2)))
 
 
+def events(brain: Brain, clock: FixedClock, ops: int) -> None:
+    """``bench_core``'s recalls and remembers between its two maintains."""
+    qs = synth.queries(ops)
+    live: list[str] = []
+    for q in qs:
+        clock.advance(seconds=30)
+        live.extend(h.id for h in brain.recall(q, k=10)[:2])
+    for q in synth.common_queries(ops):
+        clock.advance(seconds=30)
+        brain.recall(q, k=10)
+    live = list(dict.fromkeys(live)) or [n.id for n in brain.top(10)]
+    for i in range(ops):
+        clock.advance(seconds=30)
+        links = list(dict.fromkeys([live[i % len(live)], live[(i * 7) % len(live)]]))
+        brain.remember(f"benchmark memory {i} about {qs[i % len(qs)]}", kind="note", links=links)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("store", help="a COPY of a synthetic store (it is maintained)")
     ap.add_argument("--namespace", default="bench")
+    ap.add_argument("--events", type=int, default=0, help="bench_core's recalls and remembers")
+    ap.add_argument("--checkpoint-between", action="store_true", help="CHECKPOINT before again")
     args = ap.parse_args()
     probe = Probe()
     clock = FixedClock(synth.NOW).advance(hours=1)
@@ -127,6 +152,12 @@ def main() -> None:
     out["rss_open_mb"] = probe.peaks.get("open", 0)
     for label in ("first", "again"):
         if label == "again":
+            if args.events:
+                events(brain, clock, args.events)
+            if args.checkpoint_between:
+                t0 = time.perf_counter()
+                store._exec("CHECKPOINT")
+                out["checkpoint_before_again_s"] = round(time.perf_counter() - t0, 2)
             clock.advance(days=1)
         probe.times.clear()
         probe.slow.clear()
