@@ -592,6 +592,19 @@ def test_a_store_over_its_memory_budget_recalls_what_an_unbounded_one_does(
     assert sum(len(hits) for hits in roomy[:-1]) > 100
 
 
+def _record_queries(store: KuzuStore) -> list[str]:
+    """Every query the store sends from now on (a prepared statement as ``<prepared>``)."""
+    sent: list[str] = []
+    run = store._run
+
+    def spy(query: Any, params: Any = None, **kw: Any) -> Any:
+        sent.append(query if isinstance(query, str) else "<prepared>")
+        return run(query, params, **kw)
+
+    store._run = spy  # type: ignore[method-assign]
+    return sent
+
+
 def _rounded(value: object) -> object:
     if isinstance(value, float):
         return float(f"{value:.12g}")
@@ -741,14 +754,7 @@ def test_many_audit_rows_are_copied_last_and_seen_by_reads_before_the_commit(
     monkeypatch.setattr(audit, "COPY_AUDIT_MIN", 200)  # 50,000 in use: these batches count
     at = datetime(2026, 1, 1, tzinfo=UTC)
     store = KuzuStore(tmp_path / "later.kuzu")
-    sent: list[str] = []
-    run = store._run
-
-    def spy(query: Any, params: Any = None, **kw: Any) -> Any:
-        sent.append(query if isinstance(query, str) else "<prepared>")
-        return run(query, params, **kw)
-
-    store._run = spy  # type: ignore[method-assign]
+    sent = _record_queries(store)
     with store.transaction():
         store.append_audit_columns("a", 1, at, _audit_columns(500, "first"))
         assert not any("Audit" in q for q in sent)  # not yet: it waits for the commit
@@ -820,14 +826,7 @@ def test_fewer_audit_rows_than_the_copy_threshold_go_in_with_their_statement(
     monkeypatch.setattr(audit, "COPY_AUDIT_MIN", 200)
     at = datetime(2026, 1, 1, tzinfo=UTC)
     store = KuzuStore(tmp_path / "small.kuzu")
-    sent: list[str] = []
-    run = store._run
-
-    def spy(query: Any, params: Any = None, **kw: Any) -> Any:
-        sent.append(query if isinstance(query, str) else "<prepared>")
-        return run(query, params, **kw)
-
-    store._run = spy  # type: ignore[method-assign]
+    sent = _record_queries(store)
     with store.transaction():
         store.append_audit_columns("a", 1, at, _audit_columns(300, "big"))
     assert [q for q in sent if "Audit" in q and "COPY" in q]  # over the threshold: copied
