@@ -8,6 +8,7 @@ from typing import Any
 from ..model import Node, Tier
 from ..records import node_from_row
 from ..store import SUPERSEDES, Incident, Link, Match, RecallHint
+from .hubs import HUB_OK, LINK_ROWS, SUP_OF_S, SUP_OK
 from .queries import (
     _DECAY,
     _EDGE,
@@ -27,24 +28,20 @@ from .session import Neo4jSession
 _DW = f"e.weight * {_DECAY.format(t='e.reinforced_us')}"
 
 
-def _superseders(var: str) -> str:
-    """The live memories that supersede ``var``, by id (what ``superseded_by`` answers)."""
-    return (
-        f"COLLECT {{ MATCH ({var})<-[:LINK {{kind: $sk}}]-(a:Memory) WHERE a.tier < 4 "
-        "RETURN a.id AS a ORDER BY a }"
-    )
-
-
 #: The strongest links of ``s`` (decayed weight at least ``$lmin``, other end not frozen, at
 #: most ``$per``, in ``strongest_links``'s order), each with what ``matches_for`` answers for
-#: its other end, as one list ``links`` (a subquery's body). The ends' replacements are not
-#: looked for: a hub's are found by expanding its thousands of links, once per link to it.
+#: its other end, as one list ``links`` (a subquery's body; ``s`` and ``hub`` in scope: a hub
+#: whose list holds is read from its list, see :mod:`.hubs`).
 _LINKS_OF_S = (
-    "OPTIONAL MATCH (s)-[e:LINK]-(m) "
-    f"WITH s, m, e, {_DW} AS dw WHERE dw >= $lmin WITH s, m, e, dw WHERE m.tier < 4 "
+    LINK_ROWS + f"WITH s, m, e, {_DW} AS dw WHERE dw >= $lmin WITH s, m, e, dw WHERE m.tier < 4 "
     "WITH m, e, dw, startNode(e) = s AS out ORDER BY dw DESC, m.id, e.kind LIMIT $per "
     "RETURN collect([m.id, e.kind, out, e.weight, e.reinforced_us, dw, m.key, m.pinned, "
     "m.tier, m.kind]) AS links"
+)
+
+#: ``s``'s links and superseders (``links``, ``sup``), ``s`` in scope.
+_AHEAD_OF_S = (
+    f"WITH s, {HUB_OK} AS hub CALL (s, hub) {{ {_LINKS_OF_S} }} CALL (s, hub) {{ {SUP_OF_S} }} "
 )
 
 
@@ -133,8 +130,10 @@ class Neo4jSearch(Neo4jSession):
         rows = self._read(
             # Decay first (relationship properties only), then the other end's tier: a hub's
             # stale edges never cost a node read.
-            "UNWIND $ids AS i MATCH (s:Memory {ns: $ns, id: i})-[e:LINK]-(m) "
-            f"WITH s, m, e, e.weight * {_DECAY.format(t='e.reinforced_us')} AS dw "
+            # a hub's links from its list (see .hubs)
+            f"UNWIND $ids AS i MATCH (s:Memory {{ns: $ns, id: i}}) WITH s, {HUB_OK} AS hub "
+            + LINK_ROWS
+            + f"WITH s, m, e, e.weight * {_DECAY.format(t='e.reinforced_us')} AS dw "
             "WHERE dw >= $min WITH s, m, e, dw WHERE m.tier < 4 "
             "RETURN s.id AS s, m.id AS m, e.kind AS kind, startNode(e) = s AS out, "
             "e.weight AS w, e.reinforced_us AS t, dw ORDER BY dw DESC, m, s, kind LIMIT $lim",
@@ -177,9 +176,9 @@ class Neo4jSearch(Neo4jSession):
         """The nodes, replacements and strongest links of ``ids``, into ``reads``."""
         h = reads.hint
         rows = self._read(
-            "UNWIND $ids AS i MATCH (s:Memory {ns: $ns, id: i}) CALL (s) { "
-            + _LINKS_OF_S
-            + f" }} RETURN {_S_NODE} AS n, {_superseders('s')} AS sup, links",
+            "UNWIND $ids AS i MATCH (s:Memory {ns: $ns, id: i}) "
+            + _AHEAD_OF_S
+            + f"RETURN {_S_NODE} AS n, sup, links",
             {
                 "ns": reads.ns,
                 "ids": list(ids),
@@ -314,10 +313,11 @@ class Neo4jSearch(Neo4jSession):
                 ids = [i for i in ids if i not in reads.sup]
                 if not ids:
                     return {i: out[i] for i in sorted(out)}
-            params["ids"] = ids
-            query = (
-                "UNWIND $ids AS i MATCH (b:Memory {ns: $ns, id: i})<-[e:LINK {kind: $k}]-"
-                "(a:Memory) WHERE a.tier < 4 RETURN b.id AS old, a.id AS new ORDER BY old, new"
+            params.update(ids=ids, sk=SUPERSEDES)
+            query = (  # a hub's from its list (see .hubs)
+                f"UNWIND $ids AS i MATCH (s:Memory {{ns: $ns, id: i}}) WITH s, {SUP_OK} AS hub "
+                f"CALL (s, hub) {{ {SUP_OF_S} }} UNWIND sup AS a "
+                "RETURN s.id AS old, a AS new ORDER BY old, new"
             )
         for r in self._read(query, params):
             out.setdefault(r["old"], []).append(r["new"])
@@ -433,7 +433,7 @@ def _ahead_clauses(reads: _Reads, params: dict[str, Any]) -> tuple[str, str, str
     extra = (
         "WITH seen, found, idx, n, score, meta, n AS s "
         "OPTIONAL CALL (s, idx) { WITH s, idx WHERE idx < $linked "
-        "CALL (s) { " + _LINKS_OF_S + " } "
-        f"RETURN [links, {_superseders('s')}, {_S_NODE}] AS ahead }} "
+        + _AHEAD_OF_S
+        + f"RETURN [links, sup, {_S_NODE}] AS ahead }} "
     )
     return extra, meta, ", CASE idx WHEN 0 THEN meta END AS meta, ahead"

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -51,6 +52,7 @@ from ..store import (
     refuse_existing,
 )
 from .bulk import Neo4jBulk
+from .hubs import Neo4jHubs, hubs_among, note_hub_links
 from .keys import Neo4jKeys
 from .queries import (
     _AUDIT_FIELDS,
@@ -70,7 +72,7 @@ from .session import neo4j_errors
 from .vectors import Neo4jVectors
 
 
-class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, GraphStore):
+class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, Neo4jHubs, GraphStore):
     """Neo4j backend: one database (``database``; the server's default when None) on ``uri``.
 
     >>> store = Neo4jStore("bolt://localhost:7687", auth=("neo4j", "secret"))  # doctest: +SKIP
@@ -109,6 +111,31 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, GraphStore):
             database=os.environ.get("NEO4J_DATABASE") or None,
             retry_seconds=retry_seconds,
         )
+
+    # -- hubs' link lists (.hubs) made again after what can leave them stale ---------------------
+    def recompute_keys(
+        self,
+        namespace: str,
+        epoch_us: int,
+        half_life_us: float,
+        read_bonus: float,
+        spread: float,
+        *,
+        spreading: str = "default",
+    ) -> int:
+        done = super().recompute_keys(
+            namespace, epoch_us, half_life_us, read_bonus, spread, spreading=spreading
+        )
+        self.refresh_hubs(namespace, half_life_us)
+        return done
+
+    @contextmanager
+    def bulk_load(self, rows: int) -> Iterator[None]:
+        top = self._local.tx is None and self._local.stage is None
+        with super().bulk_load(rows):
+            yield
+        if top:
+            self.refresh_hubs()
 
     # -- nodes ---------------------------------------------------------------------------------
     def existing_ids(self, namespace: str, ids: Sequence[str]) -> set[str]:
@@ -152,13 +179,20 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, GraphStore):
             err = memory_exists(n.namespace, n.id, detail=detail)
             raise err from None
 
-    def _write_rows(self, query: str, rows: Sequence[Any], **params: Any) -> None:
+    def _write_rows(
+        self, query: str, rows: Sequence[Any], links: str | None = None, **params: Any
+    ) -> None:
+        """``query`` over ``rows`` in batches, in one transaction; ``links``: the rows are
+        links of that namespace, and the hubs among their ends keep their lists (``.hubs``)."""
         if not rows:
             return
 
         def work(tx: Any) -> None:
+            hubs = hubs_among(tx, links, rows) if links is not None else []
             for part in _batches(rows, self._batch):
                 tx.run(query, {"rows": list(part), **params}).consume()
+            if hubs and links is not None:
+                note_hub_links(tx, links, rows, hubs)
 
         self._unit(work)
 
@@ -271,6 +305,7 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, GraphStore):
                 "SET e.weight = r.weight, e.created_us = r.created_us, "
                 "e.reinforced_us = r.reinforced_us, e.props = r.props",
                 rows,
+                ns,
                 ns=ns,
             )
 
@@ -282,6 +317,7 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, GraphStore):
                 "CREATE (a)-[:LINK {kind: r.kind, weight: r.weight, created_us: r.created_us, "
                 "reinforced_us: r.reinforced_us, props: r.props}]->(b)",
                 rows,
+                ns,
                 ns=ns,
             )
 

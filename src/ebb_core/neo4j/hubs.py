@@ -1,0 +1,181 @@
+"""Hubs on Neo4j: each memory with more than :data:`HUB_LINKS` links keeps a bounded list of its
+strongest ones, and recall reads a hub's links from that list instead of expanding all of them.
+
+Expanding a memory's links costs Neo4j one relationship (and its other end) per link: at 1M
+memories the synthetic graph's largest hubs hold tens of thousands, and recall's second hop,
+which goes through the memories that received the most (hubs, mostly), spent 300-750 ms in
+one statement (docs/neo4j.md). The rule *recall must not score the whole graph* holds per
+memory too: a hub's recall reads at most its list.
+
+What a hub keeps (node properties, written only here and by the edge writes of
+``Neo4jStore``):
+
+* ``hub_links``: the element ids of its links whose *order key* is above ``hub_min``, at least
+  its strongest :data:`HUB_LINKS` when made. The order key of a link is ``log2(weight) +
+  reinforced_us / h``: its decayed weight at any time is ``2^(key - now / h)``, so the order
+  by key is the order of ``strongest_links`` at every ``now`` (``scoring.decay``; a link
+  reinforced after ``now``, clock skew, is the one exception).
+* ``hub_min``: every link of the hub whose key is above it is in the list.
+* ``hub_h``: the half-life (µs) the keys were taken with; a recall with another half-life
+  expands the hub as before.
+* ``hub_deg``: the number of links when the list was last known complete. A write that adds or
+  removes links by another path (a bulk import, deleting a memory) changes the count: the list
+  is then stale and recall expands the hub as before (exact, slow) until :meth:`refresh_hubs`
+  makes it again (at open when the store predates the lists, after an import, in
+  ``maintain``).
+* ``hub_sup``: the ids of the memories that supersede it (its incoming ``supersedes`` links),
+  so ``superseded_by`` need not expand it either.
+
+Where the list answers, recall's answers are those of the full expansion whenever the links it
+asks for lie above ``hub_min`` (its strongest ``HUB_LINKS``: a spreading source asks for 160 at
+most, the default recall for 100): the bound is hit only by a hub asked for more, or whose
+strongest links lead mostly to frozen memories (filtered after the list).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..store import SUPERSEDES
+from .session import Neo4jSession
+
+#: A memory with more links than this is a hub: its links are read from its stored list.
+HUB_LINKS = 256
+#: ``Meta`` key of the lists' format; a store without it has its hubs' lists made at open.
+HUB_META = "hub_links"
+HUB_VERSION = "1"
+
+
+def order_key(e: str, h: str) -> str:
+    """A link's order key in Cypher (see the module's docstring)."""
+    return (
+        f"(CASE WHEN {e}.weight > 0 THEN log({e}.weight) / log(2.0) ELSE -1.0e300 END "
+        f"+ toFloat({e}.reinforced_us) / {h})"
+    )
+
+
+#: Whether ``s``'s list answers a recall taking keys at half-life ``$h``.
+HUB_OK = "coalesce(s.hub_h = $h AND s.hub_deg = COUNT { (s)-[:LINK]-() }, false)"
+#: Whether ``s``'s list of superseders is complete (the half-life does not matter).
+SUP_OK = "coalesce(s.hub_deg = COUNT { (s)-[:LINK]-() }, false)"
+
+#: The links of ``s`` as rows ``e, m`` (the link, its other end): every link, or for a hub
+#: (``hub``) those of its list. A subquery call; ``s`` and ``hub`` in scope.
+LINK_ROWS = (
+    "CALL (s, hub) { WITH s WHERE NOT hub MATCH (s)-[e:LINK]-(m) RETURN e, m "
+    "UNION ALL WITH s WHERE hub UNWIND s.hub_links AS r "
+    "MATCH ()-[e:LINK]->() WHERE elementId(e) = r "
+    "WITH s, e WHERE startNode(e) = s OR endNode(e) = s "
+    "RETURN e, CASE WHEN startNode(e) = s THEN endNode(e) ELSE startNode(e) END AS m } "
+)
+
+#: The live memories that supersede ``s`` (tier below frozen), by id, as ``sup`` (a subquery
+#: body; ``s`` and ``hub`` in scope, ``$sk`` the kind).
+SUP_OF_S = (
+    "CALL (s, hub) { WITH s WHERE NOT hub MATCH (s)<-[:LINK {kind: $sk}]-(a:Memory) RETURN a "
+    "UNION ALL WITH s WHERE hub UNWIND s.hub_sup AS x "
+    "MATCH (a:Memory {ns: s.ns, id: x}) RETURN a } "
+    "WITH a WHERE a.tier < 4 WITH a.id AS a ORDER BY a RETURN collect(a) AS sup"
+)
+
+#: Make the list of the hub ``s`` (``deg`` links) at half-life ``$h``: a subquery body.
+_MAKE = (
+    "CALL (s) { MATCH (s)-[e:LINK]-() "
+    f"WITH e, {order_key('e', '$h')} AS k ORDER BY k DESC LIMIT $top "
+    "RETURN collect(elementId(e)) AS top, min(k) AS low } "
+    "CALL (s) { OPTIONAL MATCH (s)<-[:LINK {kind: $sk}]-(a:Memory) "
+    "RETURN collect(a.id) AS sup } "
+    "SET s.hub_links = top, s.hub_min = low, s.hub_h = $h, s.hub_deg = deg, s.hub_sup = sup"
+)
+
+#: Every memory that should have a list and has none that holds (or has one it no longer
+#: needs), of namespace ``$ns`` or of all; made in batches.
+_STALE = (
+    "MATCH (s:Memory) WHERE ($ns IS NULL OR s.ns = $ns) "
+    "WITH s, COUNT { (s)-[:LINK]-() } AS deg "
+    "WITH s, deg WHERE (deg > $top AND NOT coalesce(s.hub_h = $h AND s.hub_deg = deg, false)) "
+    "OR (deg <= $top AND s.hub_deg IS NOT NULL) "
+)
+_REFRESH = (
+    _STALE + "CALL (s, deg) { CALL (s, deg) { WITH s, deg WHERE deg > $top " + _MAKE + " } "
+    "CALL (s, deg) { WITH s WHERE deg <= $top "
+    "REMOVE s.hub_links, s.hub_min, s.hub_h, s.hub_deg, s.hub_sup } }"
+)
+
+#: After edge writes (``$rows``: ``src, dst, kind``), each end among ``$hubs`` (hubs whose list
+#: held before the write) gets the written links whose key is above its ``hub_min``, its
+#: superseders, and its new link count; a list grown past twice ``$top`` is cut back to its
+#: strongest ``$top``.
+_NOTE = (
+    "UNWIND $rows AS r "
+    "MATCH (a:Memory {ns: $ns, id: r.src})-[e:LINK {kind: r.kind}]->"
+    "(b:Memory {ns: $ns, id: r.dst}) "
+    "UNWIND [[a, false], [b, true]] AS end WITH end[0] AS s, end[1] AS incoming, e "
+    "WHERE s.id IN $hubs AND s.hub_links IS NOT NULL "
+    f"WITH s, incoming, e, {order_key('e', 's.hub_h')} AS k "
+    "WITH s, collect(CASE WHEN k > s.hub_min THEN elementId(e) END) AS add, "
+    "collect(CASE WHEN incoming AND e.kind = $sk THEN startNode(e).id END) AS sup "
+    "SET s.hub_links = s.hub_links + [x IN add WHERE NOT x IN s.hub_links], "
+    "s.hub_sup = s.hub_sup + [x IN sup WHERE NOT x IN s.hub_sup], "
+    "s.hub_deg = COUNT { (s)-[:LINK]-() } "
+    "WITH s WHERE size(s.hub_links) > 2 * $top "
+    "CALL (s) { UNWIND s.hub_links AS r MATCH ()-[e:LINK]->() WHERE elementId(e) = r "
+    f"WITH e, {order_key('e', 's.hub_h')} AS k ORDER BY k DESC LIMIT $top "
+    "RETURN collect(elementId(e)) AS top, min(k) AS low } "
+    "SET s.hub_links = top, s.hub_min = low"
+)
+
+
+class Neo4jHubs(Neo4jSession):
+    """Hubs' link lists (mixed into ``Neo4jStore``)."""
+
+    def _ensure_schema(self) -> None:
+        super()._ensure_schema()
+        # A store from before the lists (or a fresh bulk load) gets them at its first open.
+        if self.get_meta(HUB_META) != HUB_VERSION:
+            self.refresh_hubs()
+            self.set_meta(HUB_META, HUB_VERSION)
+
+    def refresh_hubs(self, namespace: str | None = None, half_life_us: float | None = None) -> int:
+        """Make the link list of every hub (of ``namespace``, or of every namespace) that has
+        none, or one that no longer holds (links added or removed by a bulk import or a
+        deletion; another half-life); drop those of memories that are no longer hubs.
+        Returns how many were made or dropped. Outside a transaction, in batches of their
+        own (at 1M memories about a thousand hubs, a million links read)."""
+        from ..scoring import Config
+
+        h = float(half_life_us if half_life_us is not None else Config().half_life_us)
+        params: dict[str, Any] = {"ns": namespace, "h": h, "top": HUB_LINKS, "sk": SUPERSEDES}
+        count = _STALE + "RETURN count(s) AS c"
+        found = int(self._read(count, params)[0]["c"])
+        if not found:
+            return 0
+        if self._local.tx is None:
+            self._autocommit(_REFRESH + " IN TRANSACTIONS OF 50 ROWS", params)
+        else:
+            self._run(_REFRESH, params)
+        return found
+
+
+def hubs_among(tx: Any, namespace: str, rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Before edge writes ``rows`` (``src, dst, kind``): which of their ends are hubs whose
+    list holds."""
+    ids = list(dict.fromkeys(x for r in rows for x in (r["src"], r["dst"])))
+    found = tx.run(
+        "UNWIND $ids AS i MATCH (s:Memory {ns: $ns, id: i}) WHERE s.hub_deg IS NOT NULL "
+        "AND s.hub_deg = COUNT { (s)-[:LINK]-() } RETURN s.id AS id",
+        {"ns": namespace, "ids": ids},
+    )
+    return [r["id"] for r in found]
+
+
+def note_hub_links(
+    tx: Any, namespace: str, rows: Sequence[dict[str, Any]], hubs: Sequence[str]
+) -> None:
+    """After edge writes ``rows``, in the same transaction: the ``hubs`` (from
+    :func:`hubs_among`) keep their lists holding."""
+    slim = [{"src": r["src"], "dst": r["dst"], "kind": r["kind"]} for r in rows]
+    params = {"ns": namespace, "hubs": list(hubs), "top": HUB_LINKS, "sk": SUPERSEDES}
+    for lo in range(0, len(slim), 10_000):
+        tx.run(_NOTE, {**params, "rows": slim[lo : lo + 10_000]}).consume()

@@ -1,0 +1,157 @@
+"""Neo4j hubs' link lists (``ebb_core.neo4j.hubs``): recall reads a hub's links from its stored
+list, and answers as the full expansion does wherever the list's bound is not reached; the
+write paths keep the list holding, other changes make it stale (then the full expansion
+answers), and a store from before the lists gets them at open.
+
+Needs the Neo4j test server (``make test`` starts one); skipped without it, failed under CI.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ebb_core import Brain, FixedClock
+from ebb_core.neo4j import Neo4jStore, hubs
+
+pytestmark = pytest.mark.neo4j
+
+HUB = "note:hub"
+
+
+@pytest.fixture
+def small_hubs(monkeypatch: pytest.MonkeyPatch) -> int:
+    """Hubs from 170 links (above what a recall asks of one memory, 160), to keep it quick."""
+    monkeypatch.setattr(hubs, "HUB_LINKS", 170)
+    return 170
+
+
+def _hub_state(store: Neo4jStore, node_id: str = HUB) -> dict[str, Any]:
+    rows = store._read(
+        "MATCH (s:Memory {id: $i}) RETURN s.hub_deg AS deg, size(s.hub_links) AS listed, "
+        "s.hub_sup AS sup, COUNT { (s)-[:LINK]-() } AS links",
+        {"i": node_id},
+    )
+    return dict(rows[0])
+
+
+def _answers(brain: Brain, now_us: int) -> list[Any]:
+    """What recall and the reads it makes answer, in plain values."""
+    store, ns = brain.store, brain.namespace
+    h = brain.config.half_life_us
+    out: list[Any] = [
+        store.strongest_links(ns, [HUB, "note:l7"], now_us, h, 0.0, 160),
+        store.strongest_links(ns, [HUB], now_us, h, 0.1, 100),
+        store.superseded_by(ns, [HUB, "note:l3"]),
+    ]
+    for query in ("hub garden", "leaf roses", "roses tulips", "garden"):
+        for hit in brain.recall(query, k=10, reinforce=False):
+            out.append((hit.id, round(hit.score, 12), hit.why.model_dump(mode="json")))
+    return out
+
+
+def _invalidate(store: Neo4jStore) -> None:
+    store._run("MATCH (s:Memory {id: $i}) SET s.hub_deg = -1", {"i": HUB})
+
+
+def test_a_hub_answers_from_its_list_as_from_all_its_links(
+    neo4j_uri: str, clock: FixedClock, small_hubs: int
+) -> None:
+    store = Neo4jStore(neo4j_uri, retry_seconds=5.0)
+    brain = Brain(store, namespace="hubs", clock=clock, embedder=False)
+    try:
+        brain.remember("the hub of the garden", id=HUB)
+        for i in range(small_hubs + 20):
+            words = ("leaf roses", "leaf tulips", "garden leaf")[i % 3]
+            brain.remember(
+                f"{words} {i}", id=f"note:l{i}", links=[HUB], weight=0.5 + (i * 7919 % 13) / 10
+            )
+            clock.advance(hours=7)
+        brain.connect("note:l3", HUB, kind="supersedes")
+        brain.forget("note:l5")  # a frozen neighbour: filtered after the list
+        assert _hub_state(store)["deg"] is None  # a hub since no list was made: expanded
+
+        brain.maintain()  # makes the lists of stale hubs
+        state = _hub_state(store)
+        assert state["deg"] == state["links"] == small_hubs + 21
+        assert state["listed"] == small_hubs
+        assert state["sup"] == ["note:l3"]
+        now = brain._now_us()
+        with_list = _answers(brain, now)
+        _invalidate(store)
+        assert _answers(brain, now) == with_list
+        store.refresh_hubs("hubs", brain.config.half_life_us)
+
+        # New links through the write paths keep the list holding, strongest ones listed.
+        for i in range(3):
+            brain.remember(f"garden leaf new {i}", id=f"note:n{i}", links=[HUB], weight=3.0)
+        brain.connect("note:l9", HUB, weight=4.0)  # an existing link made the strongest
+        state = _hub_state(store)
+        assert state["deg"] == state["links"] == small_hubs + 24
+        assert state["listed"] in (small_hubs + 3, small_hubs + 4)  # l9 listed or added
+        now = brain._now_us()
+        with_list = _answers(brain, now)
+        strongest = {link.other_id for link in with_list[0][:4]}
+        assert strongest == {"note:n0", "note:n1", "note:n2", "note:l9"}
+        _invalidate(store)
+        assert _answers(brain, now) == with_list
+    finally:
+        brain.close()
+
+
+def test_a_link_removed_by_another_path_makes_the_list_stale_until_refreshed(
+    neo4j_uri: str, clock: FixedClock, small_hubs: int
+) -> None:
+    store = Neo4jStore(neo4j_uri, retry_seconds=5.0)
+    brain = Brain(store, namespace="hubs", clock=clock, embedder=False)
+    try:
+        brain.remember("the hub of the garden", id=HUB)
+        for i in range(small_hubs + 5):
+            brain.remember(f"leaf roses {i}", id=f"note:l{i}", links=[HUB], weight=1 + i % 5)
+            clock.advance(hours=5)
+        assert store.refresh_hubs("hubs", brain.config.half_life_us) == 1
+        brain.forget("note:l4")
+        brain.approve_deletion(["note:l4"], approved_by="tester")  # DETACH DELETE
+        state = _hub_state(store)
+        assert state["deg"] == small_hubs + 5 != state["links"]  # stale: expanded again
+        now = brain._now_us()
+        stale = _answers(brain, now)
+        assert "note:l4" not in {link.other_id for link in stale[0]}
+        assert store.refresh_hubs("hubs", brain.config.half_life_us) == 1
+        assert _hub_state(store)["deg"] == small_hubs + 4
+        assert _answers(brain, now) == stale
+        # A memory no longer a hub loses its list.
+        for i in range(5, 12):
+            brain.forget(f"note:l{i}")
+        brain.approve_deletion([f"note:l{i}" for i in range(5, 12)], approved_by="tester")
+        assert store.refresh_hubs("hubs", brain.config.half_life_us) == 1
+        assert _hub_state(store)["deg"] is None
+    finally:
+        brain.close()
+
+
+def test_a_store_from_before_the_lists_gets_them_at_open(
+    neo4j_uri: str, clock: FixedClock, small_hubs: int
+) -> None:
+    store = Neo4jStore(neo4j_uri, retry_seconds=5.0)
+    brain = Brain(store, namespace="hubs", clock=clock, embedder=False)
+    brain.remember("the hub of the garden", id=HUB)
+    for i in range(small_hubs + 2):
+        brain.remember(f"leaf roses {i}", id=f"note:l{i}", links=[HUB])
+    brain.maintain()
+    assert _hub_state(store)["deg"] == small_hubs + 2
+    # As an Ebb from before the lists left it: no list, no marker.
+    store._run(
+        "MATCH (s:Memory) REMOVE s.hub_links, s.hub_min, s.hub_h, s.hub_deg, s.hub_sup "
+        "WITH count(*) AS c MATCH (m:Meta {key: $k}) DELETE m",
+        {"k": hubs.HUB_META},
+    )
+    assert store.get_meta(hubs.HUB_META) is None
+    brain.close()
+    again = Neo4jStore(neo4j_uri, retry_seconds=5.0)
+    try:
+        assert again.get_meta(hubs.HUB_META) == hubs.HUB_VERSION
+        assert _hub_state(again)["deg"] == small_hubs + 2
+    finally:
+        again.close()
