@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import sys
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -28,6 +31,53 @@ import synth
 from bench_core import pct
 from ebb_core import Brain, FixedClock
 from ebb_core.backends import open_store
+
+STORE_CALLS = (
+    "recompute_keys",
+    "reference_key",
+    "tier_move_columns",
+    "superseded_by",
+    "strongest_links",
+    "get_nodes",
+    "set_tiers",
+    "append_audit_columns",
+    "last_audit_seq",
+)
+
+
+def _time_store_calls(store: Any) -> dict[str, float]:
+    """Wrap ``store``'s maintain calls to add up their wall time in the returned dict."""
+    spent: dict[str, float] = {}
+    for name in STORE_CALLS:
+        fn = getattr(store, name, None)
+        if fn is None:
+            continue
+
+        def timed(*a: Any, _fn: Any = fn, _name: str = name, **k: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return _fn(*a, **k)
+            finally:
+                spent[_name] = round(spent.get(_name, 0.0) + time.perf_counter() - t0, 2)
+
+        setattr(store, name, timed)
+    return spent
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _server_cpu() -> float | None:
+    """The test server's CPU seconds (``$EBB_NEO4J_STATE_DIR/java.pid``), if it is readable."""
+    state = os.environ.get("EBB_NEO4J_STATE_DIR")
+    try:
+        pid = Path(state or "", "java.pid").read_text().strip()
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -50,9 +100,16 @@ def main() -> None:
             secs = time.perf_counter() - t0
             out.update(counts=counts, import_s=round(secs, 1), per_s=round(counts["nodes"] / secs))
         elif args.command == "maintain":
+            phases = _time_store_calls(brain.store)
+            cpu0, server0 = _cpu(), _server_cpu()
             t0 = time.perf_counter()
             report = brain.maintain()
             out.update(maintain_s=round(time.perf_counter() - t0, 2), moved=report.moved)
+            out.update(client_cpu_s=round(_cpu() - cpu0, 1), phases_s=phases)
+            if server0 is not None:
+                out.update(server_cpu_s=round((_server_cpu() or 0.0) - server0, 1))
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+            out.update(client_peak_rss_mb=peak)
         else:
             qs = synth.common_queries(args.ops) if args.common else synth.queries(args.ops)
             for q in qs[:10]:

@@ -205,6 +205,44 @@ def test_maintain_outside_a_transaction_is_batched(
     batched.close()
 
 
+def test_rescore_leaves_a_memory_changed_since_its_read_alone(
+    neo4j_uri: str, clock: FixedClock
+) -> None:
+    """The re-score writes a memory's new scores only where its stored ones are still those it
+    read (pages of 2 memories, writes of 2): one adjusted in between (another process's event)
+    keeps its own value, every other stale one is rewritten, and the numbers are those of
+    ``scoring.graph_keys`` (the Kùzu store's code) on the columns read."""
+    from ebb_core import scoring
+    from ebb_core.neo4j.columns import read_score_columns, write_changed_keys
+    from ebb_core.store import Adjustment
+
+    store = Neo4jStore(neo4j_uri, batch_size=2)
+    brain = Brain(store, namespace="cas", clock=clock)
+    _workload(brain, clock)
+    brain.maintain()
+    exact = _keys(brain)
+    store.scale_keys(2.0)  # every stored score stale
+    cfg = brain.config
+    epoch = int(store.get_meta("epoch_us") or 0)
+    cols = read_score_columns(store, "cas")
+    assert cols is not None and sorted(cols.ids) == sorted(exact)
+    assert len(cols.src) == store.counts("cas").edges
+    base, key, degree = scoring.graph_keys(
+        len(cols.ids), cols.src, cols.dst, cols.weight, cols.reinforced_us, cols.read_us,
+        cols.has_read, epoch, cfg.half_life_us, cfg.read_bonus, cfg.spread,
+    )  # fmt: skip
+    victim = "note:g4"
+    store.adjust("cas", {victim: Adjustment(key_delta=1.0)})
+    assert write_changed_keys(store, "cas", cols, base, key, degree) == len(cols.ids)
+    after = _keys(brain)
+    assert after[victim][1] == pytest.approx(2 * exact[victim][1] + 1.0, rel=1e-12)
+    for row, i in enumerate(cols.ids):
+        if i != victim:
+            assert after[i] == (float(base[row]), float(key[row]), int(degree[row])), i
+            assert after[i][1] == pytest.approx(exact[i][1], rel=1e-12), i
+    store.close()
+
+
 def test_bulk_insert_links_new_memories_and_stored_ones_in_each_namespace(
     neo: Neo4jStore,
 ) -> None:

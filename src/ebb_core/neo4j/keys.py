@@ -8,16 +8,24 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..model import Tier
-from ..store import TierMove
+from ..store import TierMove, TierMoveColumns
+from .columns import read_score_columns, write_changed_keys
 from .queries import _TERM, IN_NS, PAGERANK_DAMPING, SPREADINGS, TIER_MOVES
 from .session import Neo4jSession, neo4j_errors
+
+#: ``TIER_MOVES`` as one record of four lists: the driver's cost is per record (~800k one-move
+#: records took ~20 s at 1M). A ratio is null only where a key is, never after a re-score.
+_TIER_MOVE_COLUMNS = TIER_MOVES.split(" RETURN ")[0] + (
+    " RETURN collect(n.id) AS i, collect(n.tier) AS f, collect(t) AS t, "
+    "collect(coalesce(r, 0.0)) AS r"
+)
 
 
 class Neo4jKeys(Neo4jSession):
     """The scoring half of ``Neo4jStore``."""
 
-    #: How many of a re-score pass's ``IN TRANSACTIONS`` batches the server runs at once
-    #: (``IN n CONCURRENT TRANSACTIONS``); 1 runs them one after the other.
+    #: How many ``IN TRANSACTIONS`` batches of the PageRank re-score's base pass the server
+    #: runs at once (``IN n CONCURRENT TRANSACTIONS``); 1 runs them one after the other.
     scoring_writers = 2
 
     # -- scoring passes ------------------------------------------------------------------------
@@ -31,13 +39,15 @@ class Neo4jKeys(Neo4jSession):
         *,
         spreading: str = "default",
     ) -> int:
-        """Recompute ``base_key``, ``degree`` and ``key`` of every node on the server.
+        """Recompute ``base_key``, ``degree`` and ``key`` of every node of the namespace.
 
         ``"default"``: the same sums as ``scoring`` (and Kùzu's vectorised pass): base is the sum
         over a node's edges of ``w · 2^((t − E)/h)`` plus its read term, degree its number of
         edges, key its base plus ``spread`` times the sum over its edges of the neighbour's
-        ``base / degree``. Two aggregations, each batched with ``CALL (n) { … } IN
-        TRANSACTIONS`` when called outside a transaction, else run inside it.
+        ``base / degree``. Computed in the client by :func:`ebb_core.scoring.graph_keys` on
+        the namespace's columns, read out in pages; only changed scores are written back, in
+        batches that each commit on their own when called outside a transaction, else inside
+        it (:mod:`.columns`).
 
         ``"pagerank"`` (needs the Graph Data Science plugin): base and degree as above; the
         one-hop term is replaced by PageRank mass. The namespace is projected with each edge
@@ -58,6 +68,8 @@ class Neo4jKeys(Neo4jSession):
             )
         if spreading == "pagerank":
             self._require_gds()
+        if spreading == "default":
+            return self._column_keys(namespace, epoch_us, half_life_us, read_bonus, spread)
         batched = self._local.tx is None
         params = {
             "ns": namespace,
@@ -86,18 +98,36 @@ class Neo4jKeys(Neo4jSession):
             params,
             batched,
         )
-        if spreading == "pagerank":
-            self._pagerank_keys(namespace, params, batched)
-        else:
-            self._each_node(
-                "OPTIONAL MATCH (n)-[:LINK]-(m:Memory) "
-                "WITH n, sum(CASE WHEN m.degree > 0 THEN m.base_key / m.degree ELSE 0.0 END) "
-                "AS shares WITH n, n.base_key + $spread * shares AS key "
-                "WHERE n.key IS NULL OR n.key <> key SET n.key = key",
-                params,
-                batched,
-            )
+        self._pagerank_keys(namespace, params, batched)
         return int(count)
+
+    def _column_keys(
+        self, namespace: str, epoch_us: int, half_life_us: float, read_bonus: float, spread: float
+    ) -> int:
+        """The default pass: the namespace's columns read out, scored in numpy with
+        :func:`ebb_core.scoring.graph_keys` (the Kùzu store's code, so both give the same
+        keys), and only the changed rows written back (see :mod:`.columns`)."""
+        from .. import scoring
+
+        cols = read_score_columns(self, namespace)
+        if cols is None:
+            return 0
+        size = len(cols.node)
+        base, key, degree = scoring.graph_keys(
+            size,
+            cols.src,
+            cols.dst,
+            cols.weight,
+            cols.reinforced_us,
+            cols.read_us,
+            cols.has_read,
+            epoch_us,
+            half_life_us,
+            read_bonus,
+            spread,
+        )
+        write_changed_keys(self, namespace, cols, base, key, degree)
+        return size
 
     def _each_node(self, body: str, params: Mapping[str, Any], batched: bool) -> None:
         """Run ``body`` for every node ``n`` of the namespace, batched when outside a tx
@@ -215,3 +245,40 @@ class Neo4jKeys(Neo4jSession):
         return [
             TierMove(r["id"], Tier(int(r["tier"])), Tier(int(r["t"])), float(r["r"])) for r in rows
         ]
+
+    def tier_move_columns(
+        self,
+        namespace: str,
+        reference: float,
+        hot_ratio: float,
+        warm_ratio: float,
+        cold_ratio: float,
+    ) -> TierMoveColumns:
+        # Straight into columns (a first maintain at 1M moves ~800k memories: one TierMove
+        # each, then sorted, took seconds), in the same id order as the default's sort (done
+        # here, not by the server).
+        import numpy as np
+
+        rec = self._read(
+            _TIER_MOVE_COLUMNS,
+            {
+                "ns": namespace,
+                "mx": float(reference),
+                "hot": float(hot_ratio),
+                "warm": float(warm_ratio),
+                "cold": float(cold_ratio),
+            },
+        )[0]
+        ids: list[str] = rec["i"]
+        src = np.array(rec["f"], np.int64)
+        dst = np.array(rec["t"], np.int64)
+        ratio = np.array(rec["r"], np.float64)
+        names = np.empty(len(ids), dtype=object)
+        names[:] = ids
+        order = np.argsort(np.array(ids, dtype=str), kind="stable") if ids else np.zeros(0, int)
+        return TierMoveColumns(
+            names[order],
+            src[order],
+            dst[order],
+            ratio[order],
+        )
