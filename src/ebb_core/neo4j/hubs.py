@@ -89,19 +89,22 @@ _MAKE = (
     "SET s.hub_links = top, s.hub_min = low, s.hub_h = $h, s.hub_deg = deg, s.hub_sup = sup"
 )
 
-#: Every memory that should have a list and has none that holds (or has one it no longer
-#: needs), of namespace ``$ns`` or of all; made in batches.
-_STALE = (
-    "MATCH (s:Memory) WHERE ($ns IS NULL OR s.ns = $ns) "
+#: Which memories should have a list and have none that holds (or have one they no longer
+#: need): ``_STALE`` of namespace ``$ns`` or of all, ``_STALE_IDS`` among ``$ids`` of ``$ns``.
+_STALE_IF = (
     "WITH s, COUNT { (s)-[:LINK]-() } AS deg "
     "WITH s, deg WHERE (deg > $top AND NOT coalesce(s.hub_h = $h AND s.hub_deg = deg, false)) "
     "OR (deg <= $top AND s.hub_deg IS NOT NULL) "
 )
-_REFRESH = (
-    _STALE + "CALL (s, deg) { CALL (s, deg) { WITH s, deg WHERE deg > $top " + _MAKE + " } "
+_STALE = "MATCH (s:Memory) WHERE ($ns IS NULL OR s.ns = $ns) " + _STALE_IF
+_STALE_IDS = "UNWIND $ids AS i MATCH (s:Memory {ns: $ns, id: i}) " + _STALE_IF
+#: Make (or drop) the list of each ``s, deg`` row.
+_FIX = (
+    "CALL (s, deg) { CALL (s, deg) { WITH s, deg WHERE deg > $top " + _MAKE + " } "
     "CALL (s, deg) { WITH s WHERE deg <= $top "
     "REMOVE s.hub_links, s.hub_min, s.hub_h, s.hub_deg, s.hub_sup } }"
 )
+_REFRESH = _STALE + _FIX
 
 #: After edge writes (``$rows``: ``src, dst, kind``), each end among ``$hubs`` (hubs whose list
 #: held before the write) gets the written links whose key is above its ``hub_min``, its
@@ -165,7 +168,7 @@ def hubs_among(tx: Any, namespace: str, rows: Sequence[dict[str, Any]]) -> list[
     found = tx.run(
         "UNWIND $ids AS i MATCH (s:Memory {ns: $ns, id: i}) WHERE s.hub_deg IS NOT NULL "
         "AND s.hub_deg = COUNT { (s)-[:LINK]-() } RETURN s.id AS id",
-        {"ns": namespace, "ids": ids},
+        {"ns": namespace, "ids": list(ids)},
     )
     return [r["id"] for r in found]
 
@@ -178,4 +181,18 @@ def note_hub_links(
     slim = [{"src": r["src"], "dst": r["dst"], "kind": r["kind"]} for r in rows]
     params = {"ns": namespace, "hubs": list(hubs), "top": HUB_LINKS, "sk": SUPERSEDES}
     for lo in range(0, len(slim), 10_000):
-        tx.run(_NOTE, {**params, "rows": slim[lo : lo + 10_000]}).consume()
+        if hubs:
+            tx.run(_NOTE, {**params, "rows": slim[lo : lo + 10_000]}).consume()
+    fix_hubs(tx, namespace, [x for r in rows for x in (r["src"], r["dst"])])
+
+
+def fix_hubs(tx: Any, namespace: str, ids: Sequence[str]) -> None:
+    """Make the lists of the hubs among ``ids`` that have none that holds (a memory that just
+    became a hub, one whose list a bulk import or a deletion made stale: its links are read
+    once, here), and drop those of memories no longer hubs."""
+    from ..scoring import Config
+
+    params = {"ns": namespace, "top": HUB_LINKS, "sk": SUPERSEDES, "h": Config().half_life_us}
+    ids = list(dict.fromkeys(ids))
+    for lo in range(0, len(ids), 10_000):
+        tx.run(_STALE_IDS + _FIX, {**params, "ids": ids[lo : lo + 10_000]}).consume()

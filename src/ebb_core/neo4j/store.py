@@ -52,7 +52,7 @@ from ..store import (
     refuse_existing,
 )
 from .bulk import Neo4jBulk
-from .hubs import Neo4jHubs, hubs_among, note_hub_links
+from .hubs import Neo4jHubs, fix_hubs, hubs_among, note_hub_links
 from .keys import Neo4jKeys
 from .queries import (
     _AUDIT_FIELDS,
@@ -112,23 +112,7 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, Neo4jHubs, Gra
             retry_seconds=retry_seconds,
         )
 
-    # -- hubs' link lists (.hubs) made again after what can leave them stale ---------------------
-    def recompute_keys(
-        self,
-        namespace: str,
-        epoch_us: int,
-        half_life_us: float,
-        read_bonus: float,
-        spread: float,
-        *,
-        spreading: str = "default",
-    ) -> int:
-        done = super().recompute_keys(
-            namespace, epoch_us, half_life_us, read_bonus, spread, spreading=spreading
-        )
-        self.refresh_hubs(namespace, half_life_us)
-        return done
-
+    # -- hubs' link lists (.hubs): made again after an import ---------------------------------
     @contextmanager
     def bulk_load(self, rows: int) -> Iterator[None]:
         top = self._local.tx is None and self._local.stage is None
@@ -191,7 +175,7 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, Neo4jHubs, Gra
             hubs = hubs_among(tx, links, rows) if links is not None else []
             for part in _batches(rows, self._batch):
                 tx.run(query, {"rows": list(part), **params}).consume()
-            if hubs and links is not None:
+            if links is not None:
                 note_hub_links(tx, links, rows, hubs)
 
         self._unit(work)
@@ -288,11 +272,25 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, Neo4jHubs, Gra
         self._unit(work)
 
     def delete_nodes(self, namespace: str, ids: Sequence[str]) -> None:
-        self._write_rows(
-            "UNWIND $rows AS i MATCH (n:Memory {ns: $ns, id: i}) DETACH DELETE n",
-            list(ids),
-            ns=namespace,
-        )
+        ids = list(ids)
+
+        def work(tx: Any) -> None:
+            # The hubs among the neighbours lose a link: their lists are made again.
+            hubs = tx.run(
+                "UNWIND $ids AS i MATCH (:Memory {ns: $ns, id: i})-[:LINK]-(m:Memory) "
+                "WHERE m.hub_deg IS NOT NULL RETURN DISTINCT m.id AS id",
+                {"ns": namespace, "ids": ids},
+            )
+            around = [r["id"] for r in hubs]
+            for part in _batches(ids, self._batch):
+                tx.run(
+                    "UNWIND $ids AS i MATCH (n:Memory {ns: $ns, id: i}) DETACH DELETE n",
+                    {"ns": namespace, "ids": list(part)},
+                ).consume()
+            fix_hubs(tx, namespace, around)
+
+        if ids:
+            self._unit(work)
         self.delete_vectors(namespace, ids)
 
     # -- edges ---------------------------------------------------------------------------------
