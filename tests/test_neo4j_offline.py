@@ -69,6 +69,22 @@ def _graph(uri: str) -> tuple[list[Any], list[Any]]:
     )
 
 
+def _schema(uri: str) -> list[Any]:
+    """Every index and constraint Ebb made (name, type, what it covers, its options)."""
+    import neo4j
+
+    with neo4j.GraphDatabase.driver(uri) as driver:
+        rows = driver.execute_query(
+            "SHOW INDEXES YIELD name, type, entityType, labelsOrTypes, properties, options, "
+            "owningConstraint WHERE name STARTS WITH 'ebb_' RETURN *"
+        ).records
+    return sorted(
+        (r["name"], r["type"], r["entityType"], r["labelsOrTypes"], r["properties"],
+         r["options"]["indexConfig"].get("fulltext.analyzer"), r["owningConstraint"])
+        for r in rows
+    )  # fmt: skip
+
+
 def _answers(uri: str, tmp_path: Path, name: str) -> tuple[str, list[Any]]:
     """The store's export and recall answers (ids, scores) in both namespaces, as of ``AT``."""
     brain = Brain(Neo4jStore(uri), namespace="alpha", clock=FixedClock(AT), embedder=False)
@@ -97,7 +113,7 @@ def test_bulk_path_loads_what_import_loads(neo4j_uri: str, tmp_path: Path) -> No
     brain = Brain(Neo4jStore(neo4j_uri), namespace="alpha", clock=FixedClock(AT), embedder=False)
     brain.import_(export)
     brain.close()
-    graph_a = _graph(neo4j_uri)
+    graph_a, schema_a = _graph(neo4j_uri), _schema(neo4j_uri)
     export_a, answers_a = _answers(neo4j_uri, tmp_path, "a")
 
     # Offline: the CLI prepares, neo4j-admin imports, the CLI finishes.
@@ -122,12 +138,13 @@ def test_bulk_path_loads_what_import_loads(neo4j_uri: str, tmp_path: Path) -> No
         assert {k: found[k] for k in ("memories", "links", "audit")} == {
             k: manifest[k] for k in ("memories", "links", "audit")
         }
-        graph_b = _graph(uri)
+        graph_b, schema_b = _graph(uri), _schema(uri)
         export_b, answers_b = _answers(uri, tmp_path, "b")
     finally:
         server.stop()
 
     assert graph_b == graph_a  # every node, link and property, with its type
+    assert schema_b == schema_a and len(schema_a) >= 7  # the same indexes and constraints
     assert export_b == export_a
     assert answers_b == answers_a
     assert any(answers_a)

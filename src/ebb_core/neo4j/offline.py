@@ -13,13 +13,16 @@ This module turns an export into the files it reads, laid out exactly as
    ``memories.csv`` (``:Memory``), ``links.csv`` (``[:LINK]``), ``audit.csv`` (``:Audit``),
    ``meta.csv`` (``:Meta``) and ``manifest.json`` (counts and the command to run), each file's
    header naming Neo4j's property types (``long``, ``double``, ``boolean``; strings quoted, an
-   empty unquoted field is no property, as a null is in a ``CREATE``).
+   empty unquoted field is no property, as a null is in a ``CREATE``). Every node's ``:ID`` is
+   the node id it gets in the store (``--id-type=actual``), so the importer joins the links
+   without an id map.
 2. The user runs :func:`admin_command`'s ``neo4j-admin database import full`` against the stopped
    server. It refuses a database that already exists; only ``--overwrite-destination``, which
    Ebb never adds, would replace it. ``--bad-tolerance=0``: one bad row fails the whole import.
 3. With the server started, :func:`finish` creates Ebb's constraints and indexes (the importer
-   writes none), waits until they are online however long the full-text index takes, checks
-   the database holds what the manifest says, and opens the store as Ebb does.
+   writes none; the plain ones in one transaction, populated side by side), waits until they
+   are online however long the full-text index takes, checks the database holds what the
+   manifest says, and opens the store as Ebb does.
 
 Vectors are not carried (run ``ebb embed`` afterwards); a file that carries them is refused.
 """
@@ -146,8 +149,12 @@ def prepare(
         raise InvalidInput("the export holds no memories: nothing to bulk-load", field="src")
     multiline = _write_memories(out / FILES["Memory"], store.nodes)
     multiline |= _write_links(out / FILES["LINK"], store.nodes, store.edges)
-    multiline |= _write_audit(out / FILES["Audit"], store.audit)
-    _write_table(out / FILES["Meta"], META_TYPES, _meta_columns(store.meta))
+    # Node ids are the store's own (--id-type=actual): memories 0..n-1, then settings, then
+    # the audit entries; the links name their ends by them.
+    n = len(store.nodes["id"])
+    meta: dict[str, Any] = {**_meta_columns(store.meta), ":ID": range(n, n + len(store.meta))}
+    _write_table(out / FILES["Meta"], META_TYPES, meta, id_cols=(":ID",))
+    multiline |= _write_audit(out / FILES["Audit"], store.audit, first_id=n + len(store.meta))
     manifest: dict[str, Any] = {
         "memories": counts["nodes"],
         "links": counts["edges"],
@@ -177,7 +184,7 @@ def admin_command(
         f"--nodes=Audit={d / FILES['Audit']}",
         f"--nodes=Meta={d / FILES['Meta']}",
         f"--relationships=LINK={d / FILES['LINK']}",
-        "--id-type=integer",
+        "--id-type=actual",
         "--bad-tolerance=0",
         f"--report-file={d / 'import.report'}",
         f"--multiline-fields={'true' if multiline else 'false'}",
@@ -202,8 +209,7 @@ def finish(
     manifest = json.loads((Path(out_dir) / "manifest.json").read_text(encoding="utf-8"))
     t0 = time.perf_counter()
     with neo4j.GraphDatabase.driver(store_uri, auth=auth) as driver:
-        for ddl in _SCHEMA:
-            driver.execute_query(ddl, database_=database)
+        _create_schema(driver, database)
         while True:
             rows = driver.execute_query(
                 "SHOW INDEXES YIELD name, state, populationPercent "
@@ -232,6 +238,21 @@ def finish(
         )
     Neo4jStore(store_uri, auth=auth, database=database).close()  # Ebb's own checks at open
     return {**found, "index_s": round(index_s, 1)}
+
+
+def _create_schema(driver: Any, database: str | None) -> None:
+    """Ebb's indexes and constraints (:data:`~.queries._SCHEMA`) on a loaded database, built
+    side by side: the plain indexes in one transaction, whose populations start together when
+    it commits and run in the server's background, then each constraint, whose own index the
+    server builds and verifies before the statement returns (meanwhile the others go on)."""
+    plain = [ddl for ddl in _SCHEMA if not ddl.startswith("CREATE CONSTRAINT")]
+    with driver.session(database=database) as session, session.begin_transaction() as tx:
+        for ddl in plain:
+            tx.run(ddl).consume()
+        tx.commit()
+    for ddl in _SCHEMA:
+        if ddl not in plain:
+            driver.execute_query(ddl, database_=database)
 
 
 def _count(driver: Any, query: str, database: str | None) -> int:
@@ -290,8 +311,8 @@ def _write_memories(path: Path, nodes: Mapping[str, Any]) -> bool:
     import pyarrow as pa
 
     cols = {("ns" if c == "namespace" else c): v for c, v in nodes.items()}
-    cols[":ID(Memory)"] = pa.array(range(len(cols["id"])), pa.int64())
-    return _write_table(path, MEMORY_TYPES, cols, id_cols=(":ID(Memory)",))
+    cols[":ID"] = pa.array(range(len(cols["id"])), pa.int64())
+    return _write_table(path, MEMORY_TYPES, cols, id_cols=(":ID",))
 
 
 def _write_links(path: Path, nodes: Mapping[str, Any], edges: Mapping[str, Any]) -> bool:
@@ -302,17 +323,19 @@ def _write_links(path: Path, nodes: Mapping[str, Any], edges: Mapping[str, Any])
 
     known = _keys(nodes["namespace"], nodes["id"])
     cols: dict[str, Any] = {
-        ":START_ID(Memory)": pc.index_in(_keys(edges["namespace"], edges["src"]), known),
-        ":END_ID(Memory)": pc.index_in(_keys(edges["namespace"], edges["dst"]), known),
+        ":START_ID": pc.index_in(_keys(edges["namespace"], edges["src"]), known),
+        ":END_ID": pc.index_in(_keys(edges["namespace"], edges["dst"]), known),
     }
     cols.update({c: edges[c] for c in LINK_TYPES})
     props = _arrow(cols["props"], "")
     cols["props"] = pc.if_else(pc.equal(props, "{}"), pa.scalar(None, pa.string()), props)
-    return _write_table(path, LINK_TYPES, cols, id_cols=(":START_ID(Memory)", ":END_ID(Memory)"))
+    return _write_table(path, LINK_TYPES, cols, id_cols=(":START_ID", ":END_ID"))
 
 
-def _write_audit(path: Path, entries: Sequence[AuditEntry]) -> bool:
+def _write_audit(path: Path, entries: Sequence[AuditEntry], first_id: int) -> bool:
     from .store import audit_row
 
     rows = [audit_row(a) for a in entries]
-    return _write_table(path, AUDIT_TYPES, {c: [r[c] for r in rows] for c in AUDIT_TYPES})
+    cols: dict[str, Any] = {c: [r[c] for r in rows] for c in AUDIT_TYPES}
+    cols[":ID"] = range(first_id, first_id + len(rows))
+    return _write_table(path, AUDIT_TYPES, cols, id_cols=(":ID",))
