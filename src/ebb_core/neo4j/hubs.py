@@ -119,9 +119,14 @@ _NOTE = (
     f"WITH s, incoming, e, {order_key('e', 's.hub_h')} AS k "
     "WITH s, collect(CASE WHEN k > s.hub_min THEN elementId(e) END) AS add, "
     "collect(CASE WHEN incoming AND e.kind = $sk THEN startNode(e).id END) AS sup "
-    "SET s.hub_links = s.hub_links + [x IN add WHERE NOT x IN s.hub_links], "
-    "s.hub_sup = s.hub_sup + [x IN sup WHERE NOT x IN s.hub_sup], "
-    "s.hub_deg = COUNT { (s)-[:LINK]-() } "
+    "WITH s, [x IN add WHERE NOT x IN s.hub_links] AS add, "
+    "[x IN sup WHERE NOT x IN s.hub_sup] AS sup "
+    "SET s.hub_deg = COUNT { (s)-[:LINK]-() } "
+    # the lists are rewritten only when they change (a hub's is ~10 KB)
+    "FOREACH (x IN CASE WHEN size(add) > 0 THEN [1] ELSE [] END | "
+    "SET s.hub_links = s.hub_links + add) "
+    "FOREACH (x IN CASE WHEN size(sup) > 0 THEN [1] ELSE [] END | "
+    "SET s.hub_sup = s.hub_sup + sup) "
     "WITH s WHERE size(s.hub_links) > 2 * $top "
     "CALL (s) { UNWIND s.hub_links AS r MATCH ()-[e:LINK]->() WHERE elementId(e) = r "
     f"WITH e, {order_key('e', 's.hub_h')} AS k ORDER BY k DESC LIMIT $top "
@@ -161,29 +166,40 @@ class Neo4jHubs(Neo4jSession):
         return found
 
 
-def hubs_among(tx: Any, namespace: str, rows: Sequence[dict[str, Any]]) -> list[str]:
-    """Before edge writes ``rows`` (``src, dst, kind``): which of their ends are hubs whose
-    list holds."""
+def hubs_among(
+    tx: Any, namespace: str, rows: Sequence[dict[str, Any]]
+) -> tuple[list[str], list[str]]:
+    """Before edge writes ``rows`` (``src, dst, kind``): the ends that are hubs whose list
+    holds, and those that may need a list made after them (past or near the bound without one
+    that holds, or with one they may no longer need)."""
     ids = list(dict.fromkeys(x for r in rows for x in (r["src"], r["dst"])))
     found = tx.run(
-        "UNWIND $ids AS i MATCH (s:Memory {ns: $ns, id: i}) WHERE s.hub_deg IS NOT NULL "
-        "AND s.hub_deg = COUNT { (s)-[:LINK]-() } RETURN s.id AS id",
-        {"ns": namespace, "ids": list(ids)},
+        "UNWIND $ids AS i MATCH (s:Memory {ns: $ns, id: i}) "
+        "WITH s, COUNT { (s)-[:LINK]-() } AS deg "
+        "WHERE deg + $n > $top OR s.hub_deg IS NOT NULL "
+        "RETURN s.id AS id, coalesce(s.hub_deg = deg, false) AS holds",
+        {"ns": namespace, "ids": ids, "n": len(rows), "top": HUB_LINKS},
     )
-    return [r["id"] for r in found]
+    holds: list[str] = []
+    fix: list[str] = []
+    for r in found:
+        (holds if r["holds"] else fix).append(r["id"])
+    return holds, fix
 
 
 def note_hub_links(
-    tx: Any, namespace: str, rows: Sequence[dict[str, Any]], hubs: Sequence[str]
+    tx: Any, namespace: str, rows: Sequence[dict[str, Any]], hubs: tuple[list[str], list[str]]
 ) -> None:
-    """After edge writes ``rows``, in the same transaction: the ``hubs`` (from
-    :func:`hubs_among`) keep their lists holding."""
-    slim = [{"src": r["src"], "dst": r["dst"], "kind": r["kind"]} for r in rows]
-    params = {"ns": namespace, "hubs": list(hubs), "top": HUB_LINKS, "sk": SUPERSEDES}
-    for lo in range(0, len(slim), 10_000):
-        if hubs:
+    """After edge writes ``rows``, in the same transaction: the hubs whose list held (from
+    :func:`hubs_among`) keep it holding; the others among them get theirs made."""
+    holds, fix = hubs
+    if holds:
+        slim = [{"src": r["src"], "dst": r["dst"], "kind": r["kind"]} for r in rows]
+        params = {"ns": namespace, "hubs": holds, "top": HUB_LINKS, "sk": SUPERSEDES}
+        for lo in range(0, len(slim), 10_000):
             tx.run(_NOTE, {**params, "rows": slim[lo : lo + 10_000]}).consume()
-    fix_hubs(tx, namespace, [x for r in rows for x in (r["src"], r["dst"])])
+    if fix:
+        fix_hubs(tx, namespace, fix)
 
 
 def fix_hubs(tx: Any, namespace: str, ids: Sequence[str]) -> None:

@@ -172,10 +172,10 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, Neo4jHubs, Gra
             return
 
         def work(tx: Any) -> None:
-            hubs = hubs_among(tx, links, rows) if links is not None else []
+            hubs = hubs_among(tx, links, rows) if links is not None else None
             for part in _batches(rows, self._batch):
                 tx.run(query, {"rows": list(part), **params}).consume()
-            if links is not None:
+            if links is not None and hubs is not None and (hubs[0] or hubs[1]):
                 note_hub_links(tx, links, rows, hubs)
 
         self._unit(work)
