@@ -70,19 +70,12 @@ class KuzuReads(KuzuBase):
             ):
                 # This process keeps reading memories (an agent session, not one call):
                 # one scan of the table now is cheaper than ~0.7 ms per read from here on.
-                # a list kept in LinkList overrides the row's (see kuzu.tables)
-                lists = {
-                    cache.offset[u]: links
-                    for u, links in self._q("MATCH (l:LinkList) RETURN l.uid, l.links")
-                    if u in cache.offset
-                }
                 cache.attach(
                     self._arrow(
                         "MATCH (n:Memory) RETURN offset(id(n)) AS o, "
                         + ", ".join(f"n.{c} AS {c}" for c in _BASE_COLUMNS),
                         {},
-                    ),
-                    lists,
+                    )
                 )
             row = cache.base_row(o)
             if row is not None:
@@ -100,9 +93,7 @@ class KuzuReads(KuzuBase):
         """The stored row of ``u`` read from the table (one primary-key read, ~0.3-0.7 ms:
         an ``UNWIND`` of ten keys takes Kùzu a scan, ~0.7 s at 1M), and cached."""
         found = self._q(
-            f"MATCH (n:Memory {{uid: $uid}}) OPTIONAL MATCH (l:LinkList {{uid: $uid}}) "
-            f"RETURN {_node_ret('n')}, coalesce(l.links, n.recent_links)",
-            {"uid": u},
+            f"MATCH (n:Memory {{uid: $uid}}) RETURN {_node_ret('n')}, n.recent_links", {"uid": u}
         )
         if not found:
             return None

@@ -292,13 +292,12 @@ class KuzuWrites(KuzuBase):
         for node_id, adj in changes.items():
             u = uid(namespace, node_id)
             sets += _change_sets(var[u], adj, self._rows_cache.rows.get(u), params)
+        for u, encoded in lists.items():
+            if u not in new_uids:
+                sets.append(f"{var[u]}.recent_links = ${var[u]}_l")
+                params[f"{var[u]}_l"] = encoded
         if sets:
             parts.append("SET " + ", ".join(sets))
-        for u, encoded in lists.items():
-            if u not in new_uids:  # an older memory's list: into LinkList (see kuzu.tables)
-                v = var[u]
-                parts.append(f"MERGE (l{v}:LinkList {{uid: ${v}_u}}) SET l{v}.links = ${v}_l")
-                params[f"{v}_l"] = encoded
         if new_edges:
             links = []
             for k, e in enumerate(new_edges):
@@ -339,12 +338,6 @@ class KuzuWrites(KuzuBase):
                     "MATCH (n:Memory {uid: $uid})-[:Link]-(m:Memory) SET m.recent_links = NULL",
                     {"uid": uid(namespace, i)},
                 )
-                self._q(
-                    "MATCH (n:Memory {uid: $uid})-[:Link]-(m:Memory) "
-                    "MATCH (l:LinkList {uid: m.uid}) DELETE l",
-                    {"uid": uid(namespace, i)},
-                )
-                self._q("MATCH (l:LinkList {uid: $uid}) DELETE l", {"uid": uid(namespace, i)})
                 self._q("MATCH (n:Memory {uid: $uid}) DETACH DELETE n", {"uid": uid(namespace, i)})
             self.delete_vectors(namespace, ids)
 
