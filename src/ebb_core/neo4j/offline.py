@@ -197,7 +197,7 @@ def finish(
     *,
     auth: Any = None,
     database: str | None = None,
-    poll_seconds: float = 5.0,
+    poll_seconds: float = 1.0,
 ) -> dict[str, Any]:
     """After ``neo4j-admin`` and a server start: create Ebb's constraints and indexes, wait
     until every one is online, check the database holds the manifest's counts, and open the
