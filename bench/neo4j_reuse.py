@@ -42,6 +42,7 @@ STORE_CALLS = (
     "set_tiers",
     "append_audit_columns",
     "last_audit_seq",
+    "refresh_hubs",
 )
 
 
