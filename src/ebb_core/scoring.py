@@ -323,6 +323,22 @@ def graph_keys(
     return base, key, degree
 
 
+def keys_changed(
+    base: Any, old_base: Any, key: Any, old_key: Any, degree: Any, old_degree: Any
+) -> Any:
+    """The boolean mask of rows whose computed ``(base, key, degree)`` differ from the stored
+    ones (numpy; a missing stored value is NaN, or -1 for the degree). Float noise of
+    incremental sums (relative 1e-12) is not a change: what ``maintain`` writes back on
+    every backend."""
+    import numpy as np
+
+    return (
+        ~np.isclose(base, old_base, rtol=1e-12, atol=1e-300)
+        | ~np.isclose(key, old_key, rtol=1e-12, atol=1e-300)
+        | (degree != old_degree)
+    )
+
+
 def reference_of(live_keys: Any, quantile: float) -> tuple[float, int]:
     """The tier reference among ``live_keys`` (numpy; unpinned, unfrozen memories): the key at
     rank ``int(n · (1 − quantile))`` from the top (0: the maximum), and that rank."""

@@ -142,15 +142,13 @@ class KuzuMaintain(KuzuBase):
         import numpy as np
         import pyarrow as pa
 
+        from .. import scoring
+
         b_new, k_new, d_new = base[offsets], key[offsets], degree[offsets]
         b_old = nodes["b0"].fill_null(np.nan).to_numpy()
         k_old = nodes["k0"].fill_null(np.nan).to_numpy()
         d_old = nodes["d0"].fill_null(-1).to_numpy()
-        stale = (
-            ~np.isclose(b_new, b_old, rtol=1e-12, atol=1e-300)
-            | ~np.isclose(k_new, k_old, rtol=1e-12, atol=1e-300)
-            | (d_new != d_old)
-        )
+        stale = scoring.keys_changed(b_new, b_old, k_new, k_old, d_new, d_old)
         rows = np.flatnonzero(stale)
         if len(rows):
             self._run(

@@ -170,18 +170,15 @@ def _columns(
 
 def changed_rows(cols: ScoreColumns, base: Any, key: Any, degree: Any) -> Any:
     """The rows whose stored ``(base_key, key, degree)`` differ from the computed ones (float
-    noise of incremental sums, relative 1e-12, is not a change; as the Kùzu store decides)."""
+    noise is not a change: :func:`ebb_core.scoring.keys_changed`, as on Kùzu)."""
     import numpy as np
 
     b_old = np.array([np.nan if v is None else v for v in cols.old_base], np.float64)
     k_old = np.array([np.nan if v is None else v for v in cols.old_key], np.float64)
     d_old = np.array([-1 if v is None else v for v in cols.old_degree], np.int64)
-    stale = (
-        ~np.isclose(base, b_old, rtol=1e-12, atol=1e-300)
-        | ~np.isclose(key, k_old, rtol=1e-12, atol=1e-300)
-        | (degree != d_old)
-    )
-    return np.flatnonzero(stale)
+    from .. import scoring
+
+    return np.flatnonzero(scoring.keys_changed(base, b_old, key, k_old, degree, d_old))
 
 
 def write_changed_keys(
