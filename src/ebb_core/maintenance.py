@@ -7,9 +7,11 @@ write of the moves and their audit entries (``_write_moves``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
+from contextlib import closing
 from datetime import datetime
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from .brain_base import BrainBase
 from .clock import from_us
@@ -20,6 +22,33 @@ _MOVES_PER_WRITE = 1_000_000
 """Tier moves written (with their audit entries) at a time, in one transaction. Each write costs
 Kùzu about as much as the rows it matches in the Memory table: 100k at a time, the first
 maintain at 1M memories (809k moves) sent 9 statements per target tier and 9 audit COPYs."""
+
+
+_MoveColumns = tuple[dict[str, str], list[str], list[tuple[str, int]], dict[str, Sequence[Any]]]
+"""What ``MaintenanceMixin._move_columns`` makes of a batch of moves."""
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+def _prepared(parts: Sequence[_T], prepare: Callable[[_T], _R]) -> Generator[tuple[_T, _R]]:
+    """Each of ``parts`` with ``prepare(part)``, the next part's made in a thread while the
+    caller writes this one: the Python work of a batch of tier moves (reasons, audit columns,
+    ~0.1 s per 100k moves) then runs beside the store's write of the previous batch, which
+    releases the GIL (Kùzu's statements, a server's round trips). One part: no thread."""
+    if len(parts) <= 1:
+        for part in parts:
+            yield part, prepare(part)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ebb-maintain") as pool:
+        ahead = pool.submit(prepare, parts[0])
+        for i, part in enumerate(parts):
+            ready = ahead.result()
+            if i + 1 < len(parts):
+                ahead = pool.submit(prepare, parts[i + 1])
+            yield part, ready
 
 
 class MaintenanceMixin(BrainBase):
@@ -98,11 +127,14 @@ class MaintenanceMixin(BrainBase):
             # Bounded transactions (a server's memory limit): each batch's moves and their
             # audit entries commit together, so a failure or a crash between batches leaves
             # every memory moved and audited or untouched; the next maintain finishes.
-            for lo in range(0, len(moves), max(1, per_tx)):
-                with self._tx():
-                    first = store.last_audit_seq(self._ns) + 1
-                    part = moves.take(slice(lo, lo + max(1, per_tx)))
-                    self._write_moves(part, why_moved, now, first, moved, queued)
+            step = max(1, per_tx)
+            parts = [moves.take(slice(lo, lo + step)) for lo in range(0, len(moves), step)]
+            prepare = partial(self._move_columns, why_moved=why_moved)
+            with closing(_prepared(parts, prepare)) as batches:
+                for part, columns in batches:
+                    with self._tx():
+                        first = store.last_audit_seq(self._ns) + 1
+                        self._store_moves(part, columns, now, first, moved, queued)
         with self._tx():
             return self._report(now_us, scanned, rebased, spreading, moved, queued)
 
@@ -139,13 +171,41 @@ class MaintenanceMixin(BrainBase):
         """Store ``moves`` (one write per target tier on Kùzu) and their audit entries (one
         columnar write, numbered from ``first``), counting them in ``moved`` and the newly
         frozen in ``queued``."""
-        import numpy as np
+        if len(moves):
+            self._store_moves(
+                moves, self._move_columns(moves, why_moved), now, first, moved, queued
+            )
 
+    def _store_moves(
+        self,
+        moves: TierMoveColumns,
+        columns: _MoveColumns,
+        now: datetime,
+        first: int,
+        moved: dict[str, int],
+        queued: list[str],
+    ) -> None:
+        """Write ``moves`` with what :meth:`_move_columns` made of them (see _write_moves)."""
+        review, freezing, pairs, audit = columns
         if not len(moves):
             return
+        queued.extend(freezing)
+        for key, count in pairs:
+            moved[key] = moved.get(key, 0) + count
+        self._s.store.set_tiers(self._ns, moves, review, now)
+        self._s.store.append_audit_columns(self._ns, first, now, audit)
+
+    def _move_columns(self, moves: TierMoveColumns, why_moved: Mapping[str, str]) -> _MoveColumns:
+        """What the write of ``moves`` needs, computed from them alone (no store, so a thread
+        can make the next batch's while this one is written): the review reasons of those
+        moving to frozen, their ids, the move counts per (from, to) in the order the moves
+        first meet them, and the audit columns."""
+        import numpy as np
+
         cfg, frozen = self._s.config, int(Tier.FROZEN)
         ids, src, dst = moves.ids, moves.from_tier, moves.to_tier
         review: dict[str, str] = {}
+        freezing_ids: list[str] = []
         freezing = np.flatnonzero(dst == frozen)
         for i, r in zip(ids[freezing].tolist(), moves.ratio[freezing].tolist(), strict=True):
             review[i] = (
@@ -153,13 +213,13 @@ class MaintenanceMixin(BrainBase):
                 f"below the {cfg.cold_ratio:.0%} cut-off"
                 + (f"; {why_moved[i]}" if i in why_moved else "")
             )
-            queued.append(i)
+            freezing_ids.append(i)
         # counted per (from, to), keys in the order the moves first meet them
         pairs, at, counts = np.unique(src * 8 + dst, return_index=True, return_counts=True)
+        pair_counts = []
         for k in np.argsort(at, kind="stable").tolist():
             p = int(pairs[k])
-            key = f"{Tier(p // 8).label}->{Tier(p % 8).label}"
-            moved[key] = moved.get(key, 0) + int(counts[k])
+            pair_counts.append((f"{Tier(p // 8).label}->{Tier(p % 8).label}", int(counts[k])))
         action = np.where(dst == frozen, "freeze", np.where(dst > src, "demote", "promote"))
         node_ids = ids.tolist()
         ratios = moves.ratio.tolist()
@@ -178,8 +238,7 @@ class MaintenanceMixin(BrainBase):
             "actor": ["maintain"] * len(moves),
             "reason": reasons,
         }
-        self._s.store.set_tiers(self._ns, moves, review, now)
-        self._s.store.append_audit_columns(self._ns, first, now, audit)
+        return review, freezing_ids, pair_counts, audit
 
     def _policy_moves(
         self, moves: TierMoveColumns, now_us: int

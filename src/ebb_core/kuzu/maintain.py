@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from itertools import repeat
 from typing import Any
 
 from ..clock import to_us
@@ -20,6 +21,7 @@ from .base import KuzuBase
 from .engine import _buffer_pool
 from .mirror import KeysSet
 from .queries import _SMALL, LINK_SEP, RECENT_LINKS, SEP, _release_arrow_memory
+from .reads import RECALL_COLUMNS
 
 _AUDIT_ROW_POOL = 1 << 10
 """Bytes of Kùzu's buffer pool one tier move took until its transaction committed when its audit
@@ -83,12 +85,11 @@ class KuzuMaintain(KuzuBase):
         # Only numeric columns are read (no text: at 1M memories / 5M links the uids, ids and
         # link kinds were ~0.3 GB of strings): rows are written back by the uids the recall
         # columns hold, and ids and link kinds are read only to build unset recent-link lists.
-        self._ensure_cache()
         # The pass's columns (~0.3 GB at 1M memories / 5M links) take the row snapshot's place
         # (~0.5 GB): holding both made a maintain the process's peak. A read that needs the
         # snapshot takes it again (a maintain leaves most of it stale anyway).
         self._mirror.drop_snapshot()
-        with self.transaction():
+        with self.transaction(), _CacheBuild(self) as building:
             nodes = self._arrow(
                 "MATCH (n:Memory) WHERE n.ns = $ns RETURN offset(id(n)) AS o, "
                 "n.last_read_us AS r, n.base_key AS b0, n.key AS k0, "
@@ -113,6 +114,7 @@ class KuzuMaintain(KuzuBase):
             base, key, degree = _score_columns(
                 nodes, edges, offsets, size, src, dst, epoch_us, half_life_us, read_bonus, spread
             )
+            building.wait()
             uid_at = self._cache.uid
             stale = self._write_changed_keys(nodes, offsets, base, key, degree, uid_at)
             # Recent-link lists are kept current by every write; only unset ones (after a bulk
@@ -287,12 +289,13 @@ class KuzuMaintain(KuzuBase):
         with self._lock:
             cache = self._cache
             if cache.ready:
-                at = np.fromiter((cache.offset.get(u, -1) for u in uids), np.int64, len(uids))
+                at = np.fromiter(map(cache.offset.get, uids, repeat(-1)), np.int64, len(uids))
                 found = at >= 0
                 cache.stale(at[found])
                 cache.tier[at[found]] = to[found]
             rows = self._rows_cache.rows
-            for u, t in zip(uids, to.tolist(), strict=True):
+            # a lookup per move only when some rows are cached (none after an import)
+            for u, t in zip(uids, to.tolist(), strict=True) if rows else ():
                 row = rows.get(u)
                 if row is not None:
                     row["tier"] = t
@@ -313,6 +316,52 @@ class KuzuMaintain(KuzuBase):
                         f"LOAD FROM $rows MATCH (n:Memory {{uid: u}}) SET {sets}",
                         {"rows": pa.table(table)},
                     )
+
+
+class _CacheBuild:
+    """The recall columns built (when not built yet) in a thread of their own while the pass
+    reads the namespace from Kùzu, which releases the GIL: at 1M memories the build is ~0.8 s
+    of Python and the reads ~2 s of Kùzu, one after the other before. Its rows are read first,
+    in the pass's transaction; ``wait`` (and leaving the block, error or not) joins the thread
+    and raises what the build raised. The store's lock is held throughout (the transaction),
+    so no other thread sees the columns half built."""
+
+    def __init__(self, store: KuzuMaintain) -> None:
+        self._store = store
+        self._thread: Any = None
+        self._error: BaseException | None = None
+
+    def __enter__(self) -> _CacheBuild:
+        cache = self._store._cache
+        if not cache.ready:
+            import threading
+
+            table = self._store._arrow(RECALL_COLUMNS, {})
+
+            def build() -> None:
+                try:
+                    cache.build(table)
+                except BaseException as exc:  # raised again by wait(), in the caller's thread
+                    self._error = exc
+
+            self._thread = threading.Thread(target=build, name="ebb-recall-columns")
+            self._thread.start()
+        return self
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if exc[0] is None:
+            self.wait()
 
 
 def _recent_link_lists(nodes: Any, edges: Any, offsets: Any) -> Any:

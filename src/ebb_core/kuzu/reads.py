@@ -130,13 +130,7 @@ class KuzuReads(KuzuBase):
 
     def _ensure_cache(self) -> None:
         if not self._cache.ready:
-            self._cache.build(
-                self._arrow(
-                    "MATCH (n:Memory) RETURN offset(id(n)) AS o, n.uid AS u, n.kind AS k, "
-                    "n.tier AS t, n.key AS y, n.pinned AS p",
-                    {},
-                )
-            )
+            self._cache.build(self._arrow(RECALL_COLUMNS, {}))
 
     def _text_copy(self) -> Any:
         """The in-process copy of the full-text index (see ``kuzu.text_index``), built from
@@ -244,6 +238,11 @@ class KuzuReads(KuzuBase):
         )
 
 
+RECALL_COLUMNS = (
+    "MATCH (n:Memory) RETURN offset(id(n)) AS o, n.uid AS u, n.kind AS k, n.tier AS t, "
+    "n.key AS y, n.pinned AS p"
+)
+"""The rows the recall columns (``_RecallCache.build``) are built from."""
 _SNAPSHOT_AFTER = 64  # rows read one by one before the recall snapshot is taken
 _SNAPSHOT_ROW_BYTES = 600  # the row snapshot's size per memory (measured ~0.5 KB; see attach)
 _UNREAD = object()  # see _known_row
