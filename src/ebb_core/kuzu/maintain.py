@@ -410,9 +410,7 @@ def _recent_link_lists(nodes: Any, edges: Any, offsets: Any) -> Any:
     last[bounds[1:][counts > 0] - 1] = True
     direction = pa.array(["0", "1"], pa.string())
     tail = pa.array([LINK_SEP, ""], pa.string())
-    pieces = []
-    step = 100_000
-    for lo in range(0, n, step):
+    def piece(lo: int) -> Any:
         hi = min(lo + step, n)
         a, b = int(bounds[lo]), int(bounds[hi])
         e = edge[a:b]
@@ -435,10 +433,17 @@ def _recent_link_lists(nodes: Any, edges: Any, offsets: Any) -> Any:
         ends = pa.py_buffer(at[bounds[lo : hi + 1] - a].copy())
         if data is None:
             data = pa.py_buffer(b"")
-        pieces.append(pa.StringArray.from_buffers(hi - lo, ends, data))
-    if not pieces:
-        return pa.array([], pa.string())
-    return pa.concat_arrays(pieces)
+        return pa.StringArray.from_buffers(hi - lo, ends, data)
+
+    step = 100_000
+    if n <= step:
+        return piece(0) if n else pa.array([], pa.string())
+    # Arrow's kernels let go of the GIL: two slices at a time use both cores of a small
+    # machine. The slices stay chunks of the result (one copy of ~0.4 GB fewer at 1M).
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:
+        return pa.chunked_array(list(pool.map(piece, range(0, n, step))), pa.string())
 
 
 def _check_spreading(spreading: str) -> None:
