@@ -822,3 +822,97 @@ def test_recall_read_ahead_answers_as_the_plain_queries_in_fewer_round_trips(
     assert sum(fewer.values()) < sum(plain.values()) - len(queries), (fewer, plain)
     assert any(len(ahead[q]) == 10 for q in queries)
     assert any(h["why"]["spread_from"] for q in queries for h in ahead[q])
+
+
+@pytest.mark.parametrize("eager", [False, True])
+def test_an_incremental_rescore_equals_a_full_one_after_a_mix_of_writes(
+    neo4j_uri: str, clock: FixedClock, monkeypatch: pytest.MonkeyPatch, eager: bool
+) -> None:
+    """After a full pass, maintain re-scores only the memories writes labelled (new ones,
+    reinforced or re-linked ones, a deleted memory's neighbours) and their neighbours: the
+    stored scores then equal what a full pass over every memory gives, and a pass with
+    nothing labelled reads nothing and changes nothing."""
+    from ebb_core import Config
+    from ebb_core.neo4j import keys as neo4j_keys
+    from ebb_core.neo4j.rescore import MARK, WATERMARK
+
+    store = Neo4jStore(neo4j_uri, batch_size=3)
+    ns = f"inc-{eager}"
+    brain = Brain(store, namespace=ns, clock=clock, config=Config(eager_spreading=eager))
+    _workload(brain, clock)
+    for i in range(8):  # a chain apart from the hub: what is not near a write keeps its keys
+        links = [f"side:{i - 1}"] if i else []
+        brain.remember(f"side chain link {i} word{i}", id=f"side:{i}", links=links)
+    brain.maintain()  # full: no watermark yet
+    assert store.get_meta(WATERMARK + ns) is not None
+    brain.remember("a fresh garden note on the hub", id="note:new", links=["note:hub", "note:g8"])
+    brain.remember("an unlinked note", id="note:alone")
+    clock.advance(days=3)
+    brain.recall("garden roses", k=5)
+    brain.connect("note:g10", "note:g1", kind="mentions", weight=3.0)
+    brain.reinforce("note:g11", with_id="note:g10")
+    brain.forget("note:g6")
+    brain.approve_deletion(["note:g6"], approved_by="tester")  # g5 and g7 lose a link
+    assert [h.id for h in brain.recall("word2", k=1)] == ["side:2"]  # reinforced
+    brain.forget("side:6")
+    brain.approve_deletion(["side:6"], approved_by="tester")
+    clock.advance(days=2)
+    stale = _keys(brain)
+    full_reads = []
+    real = neo4j_keys.read_score_columns
+    monkeypatch.setattr(
+        neo4j_keys, "read_score_columns", lambda *a: full_reads.append(a) or real(*a)
+    )
+    report = brain.maintain()
+    assert full_reads == [] and report.scanned == len(stale)  # incremental
+    incremental = _keys(brain)
+    assert not store._read(f"MATCH (n:{MARK}) WHERE n.ns = $ns RETURN n.id", {"ns": ns})
+    store._run("MATCH (m:Meta {key: $k}) DELETE m", {"k": WATERMARK + ns})
+    cfg = brain.config
+    epoch = int(store.get_meta("epoch_us") or 0)
+    store.recompute_keys(ns, epoch, cfg.half_life_us, cfg.read_bonus, cfg.spread)
+    assert len(full_reads) == 1  # full
+    full = _keys(brain)
+    assert incremental.keys() == full.keys()
+    changed = [i for i in full if stale[i][1] != pytest.approx(full[i][1], rel=1e-9)]
+    if not eager:  # eager spreading keeps neighbours exact at each event already
+        assert {"note:new", "note:hub", "note:g5", "note:g7", "note:g10"} <= set(changed)
+        assert {f"side:{i}" for i in (1, 3, 4)} <= set(changed), changed
+    for i, (b, k, d) in full.items():
+        assert incremental[i][0] == pytest.approx(b, rel=1e-12), i
+        assert incremental[i][1] == pytest.approx(k, rel=1e-12), i
+        assert incremental[i][2] == d, i
+    brain.maintain()  # nothing labelled: nothing read, nothing changed
+    assert len(full_reads) == 1 and _keys(brain) == full
+    store.close()
+
+
+def test_a_fresh_import_keeps_its_keys_and_the_first_maintain_rescores_incrementally(
+    neo4j_uri: str, tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An import into an empty namespace stores the keys it computed from the file with the
+    store's epoch and settings and says so (the watermark): the first maintain reads no
+    columns, and the keys are those a full pass gives."""
+    from ebb_core.neo4j import keys as neo4j_keys
+    from ebb_core.neo4j.rescore import WATERMARK
+
+    store = Neo4jStore(neo4j_uri, batch_size=7)
+    brain = Brain(store, namespace="fresh", clock=clock)
+    brain.import_(_graph_file(tmp_path / "g.jsonl", 40))
+    assert store.get_meta(WATERMARK + "fresh") is not None
+    reads = []
+    real = neo4j_keys.read_score_columns
+    monkeypatch.setattr(neo4j_keys, "read_score_columns", lambda *a: reads.append(a) or real(*a))
+    clock.advance(hours=1)
+    brain.remember("a new memory", id="new", links=["m3"])
+    brain.maintain()
+    assert reads == []
+    kept = _keys(brain)
+    store._run("MATCH (m:Meta {key: $k}) DELETE m", {"k": WATERMARK + "fresh"})
+    brain.maintain()
+    assert len(reads) == 1
+    for i, (b, k, d) in _keys(brain).items():
+        assert kept[i][0] == pytest.approx(b, rel=1e-12), i
+        assert kept[i][1] == pytest.approx(k, rel=1e-12), i
+        assert kept[i][2] == d, i
+    store.close()

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from ..errors import InvalidInput
 from ..records import EDGE_COLUMNS, NODE_COLUMNS
 from .queries import IMPORT_MARKER, IN_NS, _batches, _pylist
+from .rescore import WATERMARK, drop_watermarks, stored_signature
 from .session import Neo4jSession
 
 log = logging.getLogger(__name__)
@@ -166,6 +167,14 @@ def _keys(namespaces: Any, ids: Any) -> Any:
     )
 
 
+def _namespaces(
+    nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]
+) -> list[str]:
+    """The namespaces of an import's memories and links."""
+    names = set(_pylist(nodes.get("namespace", [])))
+    return sorted(names | set(_pylist(edges.get("namespace", []))))
+
+
 def _ends_inside(nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]) -> bool:
     """Whether both ends of every edge are among ``nodes``."""
     if not len(edges.get("src", ())):
@@ -250,6 +259,9 @@ class Neo4jBulk(Neo4jSession):
             return
 
         def work(tx: Any) -> None:
+            # Imported memories carry no :Rescore label: their namespaces' next re-score is a
+            # full one (.rescore).
+            drop_watermarks(self, tx, _namespaces(nodes, edges))
             element_ids = create_nodes(tx, nodes, self._batch)
             create_links(tx, edges, nodes, element_ids, self._batch)
 
@@ -266,12 +278,15 @@ class Neo4jBulk(Neo4jSession):
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
         marker = f"{IMPORT_MARKER}{uuid.uuid4().hex}"
-        self._apart(
-            lambda tx: tx.run(
+
+        def begin(tx: Any) -> None:
+            drop_watermarks(self, tx, _namespaces(nodes, edges))  # see bulk_insert
+            tx.run(
                 "CREATE (:Meta {key: $k, value: $v, memories: 0, links: 0})",
                 {"k": marker, "v": json.dumps(info)},
             ).consume()
-        )
+
+        self._apart(begin)
         stage.marker = marker
         parts: list[list[str]] = [[] for _ in range(0, n, step)]
 
@@ -299,6 +314,12 @@ class Neo4jBulk(Neo4jSession):
 
         self._batches_apart([link(lo) for lo in range(0, m, step)], lambda i, _: None)
         self._run("MATCH (m:Meta {key: $k}) DELETE m", {"k": marker})
+        # Keys computed from the file with this store's epoch and settings (the Brain's):
+        # the first maintain re-scores only what changes after the import (.rescore).
+        mark = stored_signature(self.get_meta)
+        if mark is not None:
+            for ns in _namespaces(nodes, edges):
+                self.set_meta(WATERMARK + ns, mark)
         if self._local.tx is None:  # committed just now: nothing left to undo
             stage.marker = None
 

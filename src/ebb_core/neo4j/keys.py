@@ -9,6 +9,7 @@ from typing import Any
 from ..errors import InvalidInput
 from ..model import Tier
 from ..store import TierMove, TierMoveColumns
+from . import rescore
 from .columns import read_score_columns, write_changed_keys
 from .queries import _TERM, IN_NS, PAGERANK_DAMPING, SPREADINGS, TIER_MOVES
 from .session import Neo4jSession, neo4j_errors
@@ -68,6 +69,8 @@ class Neo4jKeys(Neo4jSession):
             )
         if spreading == "pagerank":
             self._require_gds()
+            # PageRank keys are not the one-hop ones: the next default pass is a full one.
+            self._unit(lambda tx: rescore.drop_watermarks(self, tx, [namespace]))
         if spreading == "default":
             return self._column_keys(namespace, epoch_us, half_life_us, read_bonus, spread)
         batched = self._local.tx is None
@@ -109,8 +112,22 @@ class Neo4jKeys(Neo4jSession):
         keys), and only the changed rows written back (see :mod:`.columns`)."""
         from .. import scoring
 
+        mark = rescore.WATERMARK + namespace
+        sig = rescore.signature(epoch_us, half_life_us, read_bonus, spread)
+        if self.get_meta(mark) == sig:
+            # Only what changed since the last pass, and its neighbours (.rescore).
+            size = rescore.count(self, namespace)
+            marked = rescore.take_marked(self, namespace, max(size // 4, rescore.SMALL))
+            if marked is not None:
+                rescore.rescore(self, namespace, marked, epoch_us, half_life_us, read_bonus, spread)
+                self.set_meta(mark, sig)
+                return size
+        else:
+            self._unit(lambda tx: rescore.drop_watermarks(self, tx, [namespace]))
+            rescore.clear_marks(self, namespace)
         cols = read_score_columns(self, namespace)
         if cols is None:
+            self.set_meta(mark, sig)
             return 0
         size = len(cols.node)
         base, key, degree = scoring.graph_keys(
@@ -127,6 +144,7 @@ class Neo4jKeys(Neo4jSession):
             spread,
         )
         write_changed_keys(self, namespace, cols, base, key, degree)
+        self.set_meta(mark, sig)
         return size
 
     def _each_node(self, body: str, params: Mapping[str, Any], batched: bool) -> None:
@@ -194,6 +212,11 @@ class Neo4jKeys(Neo4jSession):
                 ).consume()
 
     def scale_keys(self, factor: float) -> None:
+        # Scaled keys are not those a pass with the recorded parameters gave: every
+        # namespace's next pass is full (.rescore).
+        self._run("MATCH (m:Meta) WHERE m.key STARTS WITH $w DELETE m", {"w": rescore.WATERMARK})
+        if self._local.meta is not None:
+            self._local.meta.clear()
         body = "SET n.key = n.key * $f, n.base_key = n.base_key * $f"
         if self._local.tx is None:
             self._autocommit(

@@ -41,7 +41,8 @@ from ..errors import InvalidInput, StorageError
 from ..model import AuditEntry, Tier
 from ..scoring import Config
 from ..store import GraphStore
-from .queries import _SCHEMA, SCHEMA_VERSION
+from .queries import _SCHEMA, SCHEMA_VERSION, _pylist
+from .rescore import WATERMARK, stored_signature
 
 #: Property types of each file's columns (Neo4j header types; strings have none).
 MEMORY_TYPES = {
@@ -105,6 +106,12 @@ class _CsvStore(GraphStore):
                 field="src",
             )
         self.nodes, self.edges = dict(nodes), dict(edges)
+        # Keys computed from the file with this store's epoch and settings: the first
+        # maintain re-scores only what changes after the load (.rescore).
+        mark = stored_signature(self.get_meta)
+        if mark is not None:
+            for ns in set(_pylist(nodes["namespace"])):
+                self.meta[WATERMARK + ns] = mark
 
     def append_audit(self, entries: Sequence[AuditEntry]) -> None:
         self.audit.extend(entries)

@@ -67,6 +67,7 @@ from .queries import (
     _to_audit,
     _to_edge,
 )
+from .rescore import MARK, MARK_ENDS, MARK_N, mark, share_then
 from .search import Neo4jSearch
 from .session import neo4j_errors
 from .vectors import Neo4jVectors
@@ -142,7 +143,8 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, Neo4jHubs, Gra
 
     def upsert_nodes(self, nodes: Sequence[Node]) -> None:
         self._write_rows(
-            "UNWIND $rows AS r MERGE (n:Memory {ns: r.ns, id: r.id}) SET n = r",
+            "UNWIND $rows AS r MERGE (n:Memory {ns: r.ns, id: r.id}) "
+            f"WITH n, r, {share_then('n')} AS s0 SET n = r SET n.share0 = s0, n:{MARK}",
             [node_row(n) for n in nodes],
         )
 
@@ -152,7 +154,8 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, Neo4jHubs, Gra
         refuse_existing(self, nodes)
         try:
             self._write_rows(
-                "UNWIND $rows AS r CREATE (n:Memory) SET n = r", [node_row(n) for n in nodes]
+                f"UNWIND $rows AS r CREATE (n:Memory:{MARK}) SET n = r",
+                [node_row(n) for n in nodes],
             )
         except neo4j_errors.ConstraintError as exc:
             if not (exc.code and exc.code.endswith("ConstraintValidationFailed")):
@@ -210,7 +213,7 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, Neo4jHubs, Gra
             # Own changes first, then pushes (as in Kùzu): a push adds to whatever key is set.
             for part in _batches(rows, self._batch):
                 tx.run(
-                    "UNWIND $rows AS r MATCH (n:Memory {ns: $ns, id: r.id}) "
+                    f"UNWIND $rows AS r MATCH (n:Memory {{ns: $ns, id: r.id}}) {MARK_N} "
                     "SET n.base_key = n.base_key + r.db, n.degree = n.degree + r.dd, "
                     "n.key = n.key + r.dk SET n += r.set",
                     {"ns": namespace, "rows": list(part)},
@@ -218,8 +221,9 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, Neo4jHubs, Gra
             for part in _batches(pushes, self._batch):
                 # One push per edge: a neighbour linked twice (two kinds) gets it twice.
                 tx.run(
-                    "UNWIND $rows AS p MATCH (:Memory {ns: $ns, id: p.id})-[:LINK]-(m:Memory) "
-                    "WITH m, sum(p.d) AS total SET m.key = m.key + total",
+                    f"UNWIND $rows AS p MATCH (n:Memory {{ns: $ns, id: p.id}}) {MARK_N} "
+                    "WITH n, p MATCH (n)-[:LINK]-(m:Memory) "
+                    f"WITH m, sum(p.d) AS total SET m.key = m.key + total {mark('m')}",
                     {"ns": namespace, "rows": list(part)},
                 ).consume()
 
@@ -282,6 +286,12 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, Neo4jHubs, Gra
                 {"ns": namespace, "ids": ids},
             )
             around = [r["id"] for r in hubs]
+            # Their neighbours lose links (degree and base): re-scored by the next maintain.
+            tx.run(
+                "UNWIND $ids AS i MATCH (:Memory {ns: $ns, id: i})-[:LINK]-(n:Memory) "
+                f"WHERE NOT n.id IN $ids {MARK_N}",
+                {"ns": namespace, "ids": ids},
+            ).consume()
             for part in _batches(ids, self._batch):
                 tx.run(
                     "UNWIND $ids AS i MATCH (n:Memory {ns: $ns, id: i}) DETACH DELETE n",
@@ -301,7 +311,7 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, Neo4jHubs, Gra
                 "MATCH (a:Memory {ns: $ns, id: r.src}) MATCH (b:Memory {ns: $ns, id: r.dst}) "
                 "MERGE (a)-[e:LINK {kind: r.kind}]->(b) "
                 "SET e.weight = r.weight, e.created_us = r.created_us, "
-                "e.reinforced_us = r.reinforced_us, e.props = r.props",
+                f"e.reinforced_us = r.reinforced_us, e.props = r.props {MARK_ENDS}",
                 rows,
                 ns,
                 ns=ns,
@@ -313,7 +323,7 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, Neo4jHubs, Gra
                 "UNWIND $rows AS r "
                 "MATCH (a:Memory {ns: $ns, id: r.src}) MATCH (b:Memory {ns: $ns, id: r.dst}) "
                 "CREATE (a)-[:LINK {kind: r.kind, weight: r.weight, created_us: r.created_us, "
-                "reinforced_us: r.reinforced_us, props: r.props}]->(b)",
+                f"reinforced_us: r.reinforced_us, props: r.props}}]->(b) {MARK_ENDS}",
                 rows,
                 ns,
                 ns=ns,
