@@ -13,7 +13,14 @@ a timed ``CHECKPOINT`` (wall and this process's CPU). The probes:
 - ``link``: a new ``Link`` between two old memories (both directions of the rel table);
 - ``relset``: ``weight`` and ``reinforced_us`` of one memory's outgoing links (a reinforcement);
 - ``side``: the same lists as ``recent``, MERGEd by uid into a small side table
-  ``LinkList(uid, links)`` created in the copy (what a side table for changed lists would cost).
+  ``LinkList(uid, links)`` created in the copy (what a side table for changed lists would cost);
+- ``nulls``: ``recent_links`` set to NULL on two memories (unsetting a list, to be rebuilt on
+  read, instead of writing it);
+- ``remember``: what a remember with two links writes besides the old ends' lists: a new memory
+  (its text and list in its own row), two new links to old memories, their ``key`` (DOUBLE);
+- ``versioned``: ``remember`` plus the old ends' lists as new rows of a side table keyed by
+  (uid, version), never updated in place, and the version in an INT64 column of Memory
+  (``links_ver``, added to the copy): lists that are never SET.
 
 Build the store with ``maintain_bench.py --keep`` (it stays unmaintained; the import already
 wrote every memory's recent-link list), then, on a quiet machine:
@@ -38,7 +45,7 @@ from typing import Any
 
 import kuzu
 
-PROBES = ("recent", "reason", "key", "link", "relset", "side")
+PROBES = ("recent", "reason", "key", "link", "relset", "side", "nulls", "remember", "versioned")
 _LIST = "\x1e".join(f"m:{i:07d}\x1frelated\x1f1\x1f1.25\x1f1760000000000000" for i in range(10))
 
 
@@ -74,6 +81,30 @@ def _writes(conn: Any, probe: str, uids: list[str], rng: random.Random, k: int, 
         elif probe == "side":
             for u in (a, b):
                 conn.execute("MERGE (s:LinkList {uid: $u}) SET s.links = $l", {"u": u, "l": fresh})
+        elif probe == "nulls":
+            for u in (a, b):
+                conn.execute("MATCH (n:Memory {uid: $u}) SET n.recent_links = NULL", {"u": u})
+        elif probe in ("remember", "versioned"):
+            new = {"a": a, "b": b, "u": f"probe\x1f{n}:{j}", "t": f"probe {n} {j} harbor lantern"}
+            query = (
+                "MATCH (a:Memory {uid: $a}), (b:Memory {uid: $b}) "
+                "CREATE (m:Memory {uid: $u, text: $t, recent_links: $l}) "
+                "SET a.key = a.key + 1.0, b.key = b.key + 1.0 "
+            )
+            if probe == "versioned":
+                version = n * k + j + 1
+                query += (
+                    "SET a.links_ver = $v, b.links_ver = $v "
+                    "CREATE (:LinkVersion {uv: $av, links: $l}), "
+                    "(:LinkVersion {uv: $bv, links: $l}) "
+                )
+                new |= {"v": version, "av": f"{a}\x1f{version}", "bv": f"{b}\x1f{version}"}
+            query += (
+                "CREATE (m)-[:Link {kind: 'related', weight: 1.0, created_us: 1, "
+                "reinforced_us: 1, props: '{}'}]->(a), (m)-[:Link {kind: 'related', weight: 1.0, "
+                "created_us: 1, reinforced_us: 1, props: '{}'}]->(b)"
+            )
+            conn.execute(query, {**new, "l": fresh})
 
 
 def probe_once(store: Path, workdir: Path, probe: str, k: int, rounds: int) -> dict[str, Any]:
@@ -86,6 +117,9 @@ def probe_once(store: Path, workdir: Path, probe: str, k: int, rounds: int) -> d
         uids = [r[0] for r in conn.execute("MATCH (n:Memory) RETURN n.uid").get_all()]
         if probe == "side":
             conn.execute("CREATE NODE TABLE LinkList(uid STRING PRIMARY KEY, links STRING)")
+        if probe == "versioned":
+            conn.execute("ALTER TABLE Memory ADD links_ver INT64")
+            conn.execute("CREATE NODE TABLE LinkVersion(uv STRING PRIMARY KEY, links STRING)")
         rng = random.Random(7)
         out = []
         for n in range(rounds):
