@@ -163,3 +163,70 @@ def test_a_store_from_before_the_lists_gets_them_at_open(
         assert _hub_state(again)["deg"] == small_hubs + 2
     finally:
         again.close()
+
+
+def test_an_import_makes_the_lists_of_its_own_hubs_without_a_pass_over_all(
+    neo4j_uri: str, clock: FixedClock, small_hubs: int, tmp_path: Path, monkeypatch: Any
+) -> None:
+    from ebb_core.kuzu_store import KuzuStore
+
+    src = Brain(KuzuStore(tmp_path / "kuzu"), namespace="src", clock=clock, embedder=False)
+    src.remember("the hub of the garden", id=HUB)
+    for i in range(small_hubs + 3):
+        src.remember(f"leaf roses {i}", id=f"note:l{i}", links=[HUB], weight=1 + i % 4)
+        clock.advance(hours=2)
+    path = tmp_path / "export.jsonl"
+    src.export(path)
+    src.close()
+
+    store = Neo4jStore(neo4j_uri, retry_seconds=5.0)
+
+    def whole_store(*args: Any, **kwargs: Any) -> int:
+        raise AssertionError("the import looked for hubs among every memory")
+
+    monkeypatch.setattr(store, "refresh_hubs", whole_store)
+    brain = Brain(store, namespace="imported", clock=clock, embedder=False)
+    try:
+        brain.import_(path, namespace="imported")
+        rows = store._read(
+            "MATCH (s:Memory {ns: 'imported'}) WHERE s.hub_deg IS NOT NULL "
+            "RETURN s.id AS id, s.hub_deg AS deg, size(s.hub_links) AS listed, "
+            "COUNT { (s)-[:LINK]-() } AS links"
+        )
+        assert [dict(r) for r in rows] == [
+            {"id": HUB, "deg": small_hubs + 3, "listed": small_hubs, "links": small_hubs + 3}
+        ]
+        now = brain._now_us()
+        with_list = _answers(brain, now)
+        store._run("MATCH (s:Memory {ns: 'imported', id: $i}) SET s.hub_deg = -1", {"i": HUB})
+        assert _answers(brain, now) == with_list
+    finally:
+        brain.close()
+
+
+def test_links_tied_at_the_bound_are_listed_in_recalls_order(
+    neo4j_uri: str, clock: FixedClock, small_hubs: int
+) -> None:
+    store = Neo4jStore(neo4j_uri, retry_seconds=5.0)
+    brain = Brain(store, namespace="hubs", clock=clock, embedder=False)
+    try:
+        brain.remember("the hub of the garden", id=HUB)
+        # Every link the same weight at the same time: one key, broken by the other end's id.
+        ids = [f"note:l{i}" for i in range(small_hubs + 8)]
+        for i in reversed(range(small_hubs + 8)):
+            brain.remember(f"leaf roses {i}", id=ids[i], links=[HUB])
+        _invalidate(store)  # made again from all its links (as an import's end makes it)
+        assert store.refresh_hubs("hubs", brain.config.half_life_us) == 1
+        listed = store._read(
+            "MATCH (s:Memory {ns: 'hubs', id: $i}) UNWIND s.hub_links AS r "
+            "MATCH ()-[e:LINK]->() WHERE elementId(e) = r "
+            "RETURN CASE WHEN startNode(e) = s THEN endNode(e).id ELSE startNode(e).id END AS m",
+            {"i": HUB},
+        )
+        assert sorted(r["m"] for r in listed) == sorted(ids)[:small_hubs]
+        now = brain._now_us()
+        with_list = _answers(brain, now)
+        _invalidate(store)
+        assert _answers(brain, now) == with_list
+    finally:
+        brain.close()

@@ -19,7 +19,7 @@ import pytest
 
 from ebb_core import Brain, FixedClock, InvalidInput
 from ebb_core.kuzu_store import KuzuStore
-from ebb_core.neo4j import Neo4jStore
+from ebb_core.neo4j import Neo4jStore, hubs
 from ebb_core.neo4j.offline import prepare
 from ebb_core.testing._base import populate, small_namespace
 from test_neo4j_failures import SCRIPT, Throwaway, free_port, run_cli
@@ -44,6 +44,10 @@ def _export(tmp_path: Path) -> Path:
         links=["note:lantern-1"],
     )
     other.connect("note:odd", "fact:tides", kind="about", weight=2.5)
+    # a hub (more links than hubs.HUB_LINKS): prepare finds it, finish makes its list
+    other.remember("the hub of the harbor", id="note:hub")
+    for i in range(hubs.HUB_LINKS + 4):
+        other.remember(f"harbor leaf {i}", id=f"note:leaf{i}", links=["note:hub"])
     path = tmp_path / "export.jsonl"
     brain.export(path, all_namespaces=True)
     brain.close()
@@ -55,6 +59,8 @@ def _graph(uri: str) -> tuple[list[Any], list[Any]]:
     import neo4j
 
     def typed(props: dict[str, Any]) -> list[tuple[str, str, Any]]:
+        # a hub's list names its links by element id, which differs between two databases
+        props = {k: len(v) if k == "hub_links" else v for k, v in props.items()}
         return sorted((k, type(v).__name__, v) for k, v in props.items())
 
     with neo4j.GraphDatabase.driver(uri) as driver:
@@ -128,6 +134,7 @@ def test_bulk_path_loads_what_import_loads(neo4j_uri: str, tmp_path: Path) -> No
     assert command[:5] == ["neo4j-admin", "database", "import", "full", "neo4j"]
     manifest = json.loads((files / "manifest.json").read_text())
     assert manifest["multiline"] is True  # the line breaks were seen: parsed as such
+    assert manifest["hubs"] == {"beta": ["note:hub"]}
 
     server = Throwaway(tmp_path / "state", EBB_NEO4J_PORT=str(free_port()), EBB_NEO4J_KEEP_DATA="1")
     imported = _admin(server, *command[1:])
@@ -143,6 +150,14 @@ def test_bulk_path_loads_what_import_loads(neo4j_uri: str, tmp_path: Path) -> No
             k: manifest[k] for k in ("memories", "links", "audit")
         }
         graph_b, schema_b = _graph(uri), _schema(uri)
+        probe = Neo4jStore(uri)  # the hub's list, made by finish from the manifest
+        try:
+            hub = probe._read(
+                "MATCH (s:Memory {id: 'note:hub'}) RETURN s.hub_deg AS deg, size(s.hub_links) AS n"
+            )
+        finally:
+            probe.close()
+        assert [dict(r) for r in hub] == [{"deg": hubs.HUB_LINKS + 4, "n": hubs.HUB_LINKS}]
         export_b, answers_b = _answers(uri, tmp_path, "b")
     finally:
         server.stop()

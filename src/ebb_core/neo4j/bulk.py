@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from ..errors import InvalidInput
 from ..records import EDGE_COLUMNS, NODE_COLUMNS
+from .hubs import ends_of_links
 from .queries import IMPORT_MARKER, IN_NS, _batches, _pylist
 from .rescore import WATERMARK, drop_watermarks, stored_signature
 from .session import Neo4jSession
@@ -194,6 +195,15 @@ class _Stage:
     def __init__(self) -> None:
         self.marker: str | None = None
         self.created: list[str] = []
+        #: The memories its links end at (by namespace) whose hubs' lists it may have changed
+        #: (``Neo4jStore.bulk_load`` makes them again at its end): those with more than
+        #: ``HUB_LINKS`` links in a staged import (into empty namespaces), else every end.
+        self.ends: dict[str, set[str]] = {}
+
+
+def _note_ends(stage: _Stage, ends: Mapping[str, Sequence[str]]) -> None:
+    for ns, ids in ends.items():
+        stage.ends.setdefault(ns, set()).update(ids)
 
 
 #: A staged batch's progress, kept on its marker in the batch's own transaction.
@@ -255,8 +265,11 @@ class Neo4jBulk(Neo4jSession):
             and len(nodes["id"])
             and _ends_inside(nodes, edges)
         ):
+            _note_ends(stage, ends_of_links(edges, hubs=True))
             self._staged(stage, nodes, edges)
             return
+        if stage is not None:
+            _note_ends(stage, ends_of_links(edges))
 
         def work(tx: Any) -> None:
             # Imported memories carry no :Rescore label: their namespaces' next re-score is a

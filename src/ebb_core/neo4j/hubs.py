@@ -20,9 +20,9 @@ What a hub keeps (node properties, written only here and by the edge writes of
   expands the hub as before.
 * ``hub_deg``: the number of links when the list was last known complete. A write that adds or
   removes links by another path (a bulk import, deleting a memory) changes the count: the list
-  is then stale and recall expands the hub as before (exact, slow) until :meth:`refresh_hubs`
-  makes it again (at open when the store predates the lists, after an import, in
-  ``maintain``).
+  is then stale and recall expands the hub as before (exact, slow) until it is made again:
+  by :meth:`refresh_hubs` (at open when the store predates the lists), at an import's end
+  (:meth:`refresh_hubs_of` the memories its links end at), or by the next write touching it.
 * ``hub_sup``: the ids of the memories that supersede it (its incoming ``supersedes`` links),
   so ``superseded_by`` need not expand it either.
 
@@ -34,7 +34,7 @@ strongest links lead mostly to frozen memories (filtered after the list).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..store import SUPERSEDES
@@ -81,8 +81,10 @@ SUP_OF_S = (
 
 #: Make the list of the hub ``s`` (``deg`` links) at half-life ``$h``: a subquery body.
 _MAKE = (
-    "CALL (s) { MATCH (s)-[e:LINK]-() "
-    f"WITH e, {order_key('e', '$h')} AS k ORDER BY k DESC LIMIT $top "
+    # ties in key broken as recall breaks them (the other end's id, the kind): the list is
+    # recall's first `top`, whichever store made it
+    "CALL (s) { MATCH (s)-[e:LINK]-(m) "
+    f"WITH e, m, {order_key('e', '$h')} AS k ORDER BY k DESC, m.id, e.kind LIMIT $top "
     "RETURN collect(elementId(e)) AS top, min(k) AS low } "
     "CALL (s) { OPTIONAL MATCH (s)<-[:LINK {kind: $sk}]-(a:Memory) "
     "RETURN collect(a.id) AS sup } "
@@ -129,7 +131,8 @@ _NOTE = (
     "SET s.hub_sup = s.hub_sup + sup) "
     "WITH s WHERE size(s.hub_links) > 2 * $top "
     "CALL (s) { UNWIND s.hub_links AS r MATCH ()-[e:LINK]->() WHERE elementId(e) = r "
-    f"WITH e, {order_key('e', 's.hub_h')} AS k ORDER BY k DESC LIMIT $top "
+    "WITH e, CASE WHEN startNode(e) = s THEN endNode(e) ELSE startNode(e) END AS m "
+    f"WITH e, m, {order_key('e', 's.hub_h')} AS k ORDER BY k DESC, m.id, e.kind LIMIT $top "
     "RETURN collect(elementId(e)) AS top, min(k) AS low } "
     "SET s.hub_links = top, s.hub_min = low"
 )
@@ -164,6 +167,14 @@ class Neo4jHubs(Neo4jSession):
         else:
             self._run(_REFRESH, params)
         return found
+
+    def refresh_hubs_of(self, ends: Mapping[str, Sequence[str]]) -> None:
+        """:meth:`refresh_hubs` for the memories ``ends`` (by namespace) only: those whose
+        links an import wrote (a pass over them instead of over every memory's link count),
+        each batch of ids in a transaction of its own."""
+        for ns, ids in ends.items():
+            for lo in range(0, len(ids), 10_000):
+                self._unit(_fixing(ns, list(ids[lo : lo + 10_000])))
 
 
 def hubs_among(
@@ -212,3 +223,35 @@ def fix_hubs(tx: Any, namespace: str, ids: Sequence[str]) -> None:
     ids = list(dict.fromkeys(ids))
     for lo in range(0, len(ids), 10_000):
         tx.run(_STALE_IDS + _FIX, {**params, "ids": ids[lo : lo + 10_000]}).consume()
+
+
+def _fixing(namespace: str, ids: list[str]) -> Callable[[Any], None]:
+    def work(tx: Any) -> None:
+        fix_hubs(tx, namespace, ids)
+
+    return work
+
+
+def ends_of_links(edges: Mapping[str, Sequence[Any]], hubs: bool = False) -> dict[str, list[str]]:
+    """The memories that links ``edges`` (``namespace``, ``src``, ``dst`` columns) end at, by
+    namespace; with ``hubs``, only those they end at more than ``HUB_LINKS`` times (of an
+    import into empty namespaces, the hubs; a link from a memory to itself counts twice)."""
+    if not len(edges.get("src", ())):
+        return {}
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from .bulk import _keys
+
+    ends = pa.concat_arrays(
+        [_keys(edges["namespace"], edges["src"]), _keys(edges["namespace"], edges["dst"])]
+    )
+    counted = pc.value_counts(ends)
+    keys = counted.field("values")
+    if hubs:
+        keys = pc.filter(keys, pc.greater(counted.field("counts"), HUB_LINKS))
+    out: dict[str, list[str]] = {}
+    for key in keys.to_pylist():
+        ns, node_id = key.split("\x1f", 1)
+        out.setdefault(ns, []).append(node_id)
+    return out

@@ -22,7 +22,9 @@ This module turns an export into the files it reads, laid out exactly as
 3. With the server started, :func:`finish` creates Ebb's constraints and indexes (the importer
    writes none; the plain ones in one transaction, populated side by side), waits until they
    are online however long the full-text index takes, checks the database holds what the
-   manifest says, and opens the store as Ebb does.
+   manifest says, makes the lists of the hubs ``prepare`` found (memories with more than
+   ``hubs.HUB_LINKS`` links, counted in the export's own columns), and opens the store as Ebb
+   does.
 
 Vectors are not carried (run ``ebb embed`` afterwards); a file that carries them is refused.
 """
@@ -41,6 +43,7 @@ from ..errors import InvalidInput, StorageError
 from ..model import AuditEntry, Tier
 from ..scoring import Config
 from ..store import GraphStore
+from .hubs import HUB_META, HUB_VERSION, ends_of_links, fix_hubs
 from .queries import _SCHEMA, SCHEMA_VERSION, _pylist
 from .rescore import WATERMARK, stored_signature
 
@@ -169,6 +172,8 @@ def prepare(
         "meta": len(store.meta),
         "multiline": multiline,
         "files": dict(FILES),
+        # the memories with more links than a hub's bound: `finish` makes their lists
+        "hubs": ends_of_links(store.edges, hubs=True),
     }
     manifest["command"] = admin_command(out, multiline=multiline)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
@@ -243,6 +248,9 @@ def finish(
             f"the database does not hold what was prepared ({what}): was it empty when "
             "neo4j-admin ran, and did the import finish?"
         )
+    if "hubs" in manifest:  # the hubs' lists, of the memories prepare found: no pass over all
+        with neo4j.GraphDatabase.driver(store_uri, auth=auth) as driver:
+            _make_hubs(driver, database, manifest["hubs"])
     Neo4jStore(store_uri, auth=auth, database=database).close()  # Ebb's own checks at open
     return {**found, "index_s": round(index_s, 1)}
 
@@ -260,6 +268,21 @@ def _create_schema(driver: Any, database: str | None) -> None:
     for ddl in _SCHEMA:
         if ddl not in plain:
             driver.execute_query(ddl, database_=database)
+
+
+def _make_hubs(driver: Any, database: str | None, hubs: Mapping[str, Sequence[str]]) -> None:
+    """The lists of the hubs among ``hubs`` (ids by namespace), then the setting saying the
+    store has them (so that Ebb's open does not look for hubs among every memory)."""
+    with driver.session(database=database) as session:
+        for ns, ids in hubs.items():
+            for lo in range(0, len(ids), 10_000):
+                part = list(ids[lo : lo + 10_000])
+                session.execute_write(lambda tx, ns=ns, part=part: fix_hubs(tx, ns, part))
+        session.execute_write(
+            lambda tx: tx.run(
+                "MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": HUB_META, "v": HUB_VERSION}
+            ).consume()
+        )
 
 
 def _count(driver: Any, query: str, database: str | None) -> int:

@@ -118,9 +118,12 @@ class Neo4jStore(Neo4jBulk, Neo4jVectors, Neo4jSearch, Neo4jKeys, Neo4jHubs, Gra
     def bulk_load(self, rows: int) -> Iterator[None]:
         top = self._local.tx is None and self._local.stage is None
         with super().bulk_load(rows):
+            stage = self._local.stage
             yield
-        if top:
-            self.refresh_hubs()
+        if top and stage is not None:
+            # Only the memories its links end at (more than HUB_LINKS times, into empty
+            # namespaces): not a pass over every memory's link count.
+            self.refresh_hubs_of({ns: sorted(ids) for ns, ids in stage.ends.items()})
 
     # -- nodes ---------------------------------------------------------------------------------
     def existing_ids(self, namespace: str, ids: Sequence[str]) -> set[str]:
