@@ -395,16 +395,14 @@ class _CacheBuild:
 
 
 def _recent_link_lists(nodes: Any, edges: Any, offsets: Any) -> Any:
-    """Every memory's list of its most recently reinforced links, an Arrow string column in
-    ``nodes`` row order (chunks of 100k), built without a Python loop over edges: in slices
-    of memories (at 1M memories and 5M links all at once took ~1 GB more at its peak).
+    """Every memory's list of its most recently reinforced links, as one Arrow list column in
+    ``nodes`` row order, built without a Python loop over edges (the strings in slices of
+    memories: at 1M memories and 5M links, all at once took ~1 GB more at its peak).
 
     The doubled edge list is ordered by memory, then newest first, with Arrow's stable
     multi-key sort (numpy's ``lexsort`` of the same keys, which gives the same order, took
     twice the CPU: 6.3 against 3.2 s for 10M entries); each memory's entries are joined with
     their separators in one pass and cut into lists by offsets, without a list join."""
-    from concurrent.futures import ThreadPoolExecutor
-
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -440,9 +438,11 @@ def _recent_link_lists(nodes: Any, edges: Any, offsets: Any) -> Any:
     # an entry ends with LINK_SEP unless it is its memory's last
     last = np.zeros(len(owner), np.bool_)
     last[bounds[1:][counts > 0] - 1] = True
-    direction, tail = pa.array(["0", "1"], pa.string()), pa.array([LINK_SEP, ""], pa.string())
-
-    def piece(lo: int) -> Any:
+    direction = pa.array(["0", "1"], pa.string())
+    tail = pa.array([LINK_SEP, ""], pa.string())
+    pieces = []
+    step = 100_000
+    for lo in range(0, n, step):
         hi = min(lo + step, n)
         a, b = int(bounds[lo]), int(bounds[hi])
         e = edge[a:b]
@@ -465,15 +465,10 @@ def _recent_link_lists(nodes: Any, edges: Any, offsets: Any) -> Any:
         ends = pa.py_buffer(at[bounds[lo : hi + 1] - a].copy())
         if data is None:
             data = pa.py_buffer(b"")
-        return pa.StringArray.from_buffers(hi - lo, ends, data)
-
-    step = 100_000
-    if n <= step:
-        return piece(0) if n else pa.array([], pa.string())
-    # Arrow's kernels let go of the GIL: two slices at a time use both cores of a small
-    # machine. The slices stay chunks of the result (one copy of ~0.4 GB fewer at 1M).
-    with ThreadPoolExecutor(2) as pool:
-        return pa.chunked_array(list(pool.map(piece, range(0, n, step))), pa.string())
+        pieces.append(pa.StringArray.from_buffers(hi - lo, ends, data))
+    if not pieces:
+        return pa.array([], pa.string())
+    return pa.concat_arrays(pieces)
 
 
 def _check_spreading(spreading: str) -> None:

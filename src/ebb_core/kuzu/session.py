@@ -101,13 +101,6 @@ class KuzuFiles(KuzuBase):
                 f"MATCH (a:{ends[0]} {{uid: `{a}`}}) MATCH (b:{ends[1]} {{uid: `{b}`}}) "
                 f"CREATE (a)-[:{name} {{{cols}}}]->(b)"
             )
-        if solo and not create and not self._begun:
-            # Committed on its own: the connection is replaced right after, which lets go
-            # of the table (_let_go_of_tables); straight from Arrow, without the Parquet
-            # file's write and read (~1.5 s of CPU a 300k-memory import).
-            self._run(f"COPY {name} FROM $t", {"t": table}, solo=True)
-            self._let_go_of_tables(force=True)
-            return
         if table.num_rows < _COPY_VIA_FILE or any(c in folder for c in "'\\\n"):
             if create:
                 self._run(f"LOAD FROM $t {create}", {"t": table}, solo=solo)
@@ -261,19 +254,12 @@ class KuzuSession(KuzuFiles):
             if hasattr(value, "nbytes") and hasattr(value, "num_rows"):  # an Arrow table
                 self._held += int(value.nbytes)
 
-    def _let_go_of_tables(self, *, force: bool = False) -> None:
+    def _let_go_of_tables(self) -> None:
         """Kùzu 0.11.3's connection keeps every Arrow table passed to it (COPY FROM $t,
         LOAD FROM $rows) until it closes: ~850 MB after a 1M-memory import, and more after
         every maintain of a long-running process. Past ``_HELD_MAX`` bytes, between
-        transactions, the connection is replaced by a new one (prepared statements go too).
-        ``force``: now, whatever it holds, inside a unit of work whose transaction has not
-        begun (after a solo ``COPY``: no Kùzu transaction is open on the connection)."""
-        if self._closed or self._wal_failed:
-            return
-        if force:
-            if self._begun:
-                raise RuntimeError("the connection is replaced inside an open transaction")
-        elif self._held < _HELD_MAX or self._depth:
+        transactions, the connection is replaced by a new one (prepared statements go too)."""
+        if self._held < _HELD_MAX or self._depth or self._closed or self._wal_failed:
             return
         kuzu = _kuzu.load()
         self._prepared.clear()
