@@ -105,7 +105,7 @@ class KuzuAudit(KuzuBase):
 
     def _write_audit(self, table: Any, last: Mapping[str, int]) -> None:
         """Write the Audit rows of ``table``; ``last``: each namespace's highest seq in it."""
-        with self.transaction():
+        with self.transaction(), self.keys_kept():  # changes no score (see kuzu.rescored)
             # each namespace's last seq before these rows (read first: a read of the log would
             # write rows waiting for the commit at once, see KuzuSession._flush_deferred)
             before = {ns: self.last_audit_seq(ns) for ns in last}

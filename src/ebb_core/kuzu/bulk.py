@@ -20,6 +20,7 @@ from .engine import _buffer_pool
 from .maintain import _recent_link_lists
 from .mirror import Reloaded
 from .queries import INDEX_STATE, SEP, _release_arrow_memory
+from .rescored import stored_signature
 from .tables import link_arrow_types, memory_arrow_types
 
 _ROW_VS_BUILD = 30  # a bulk load under 1/30 of the table keeps the text index (see bulk_load)
@@ -297,6 +298,13 @@ class KuzuBulk(KuzuBase):
                     "Link", table, may_roll_back=not solo and self._bulk_fits, ends=_ENDS, solo=solo
                 )
                 del table
+            if "key" in nodes and n:
+                # Into empty namespaces, with the keys the import computed from the file with
+                # this store's epoch and settings: exact, the first maintain need not check
+                # them (kuzu.rescored).
+                sig = stored_signature(self.get_meta("epoch_us"), self.get_meta("scoring"))
+                if sig is not None:
+                    self._mark_rescored(_distinct(nodes["namespace"]), sig)
 
     def _unset_recent_links(self, src: Any, dst: Any, a: Any, b: Any, *, solo: bool) -> None:
         """Unset the recent-link lists of the memories already stored that gain links (an end
@@ -321,6 +329,16 @@ class KuzuBulk(KuzuBase):
         for lo in range(0, table.num_rows, 10_000):
             for row in table.slice(lo, 10_000).to_pylist():
                 self._q(query, row)
+
+
+def _distinct(values: Any) -> list[str]:
+    """The distinct values of an import column (an Arrow array or a list)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return [str(v) for v in pc.unique(values).to_pylist()]
+    return sorted(set(values))
 
 
 def _col(values: Any, typ: Any) -> Any:

@@ -23,6 +23,7 @@ from .engine import _buffer_pool
 from .mirror import KeysSet
 from .queries import _SMALL, LINK_SEP, RECENT_LINKS, SEP, _release_arrow_memory
 from .reads import RECALL_COLUMNS
+from .rescored import signature
 
 _AUDIT_ROW_POOL = 1 << 10
 """Bytes of Kùzu's buffer pool one tier move took until its transaction committed when its audit
@@ -58,8 +59,17 @@ class KuzuMaintain(KuzuBase):
         *,
         spreading: str = "default",
     ) -> int:
+        _check_spreading(spreading)
+        sig = signature(epoch_us, half_life_us, read_bonus, spread)
+        if self.rescored(namespace, sig):
+            # Nothing that changes a score was written since the scores were made exact (an
+            # import's, or the last pass's): no read of the namespace (see kuzu.rescored).
+            with self._lock:
+                self._ensure_cache()
+                c = self._cache
+                return int((c.ns == c.ns_code(namespace)).sum())
         scanned = self._recompute_keys(
-            namespace, epoch_us, half_life_us, read_bonus, spread, spreading=spreading
+            namespace, epoch_us, half_life_us, read_bonus, spread, sig=sig
         )
         _release_arrow_memory()  # the pass's columns (~0.5 GB at 1M), before the re-tiering
         return scanned
@@ -72,9 +82,10 @@ class KuzuMaintain(KuzuBase):
         read_bonus: float,
         spread: float,
         *,
-        spreading: str,
+        sig: str,
     ) -> int:
-        """The pass itself: read the namespace's columns, score them, write back the changes.
+        """The pass itself: read the namespace's columns, score them, write back the changes,
+        and mark the namespace's scores exact for ``sig`` (see kuzu.rescored).
 
         A vectorised pass: read the namespace's edges as Arrow, score with the same pure
         functions in numpy, write base/key/degree back with one LOAD FROM. (The same sums as
@@ -82,7 +93,6 @@ class KuzuMaintain(KuzuBase):
         """
         import numpy as np
 
-        _check_spreading(spreading)
         # Only numeric columns are read (no text: at 1M memories / 5M links the uids, ids and
         # link kinds were ~0.3 GB of strings): rows are written back by the uids the recall
         # columns hold, and ids and link kinds are read only to build unset recent-link lists.
@@ -90,7 +100,7 @@ class KuzuMaintain(KuzuBase):
         # (~0.5 GB): holding both made a maintain the process's peak. A read that needs the
         # snapshot takes it again (a maintain leaves most of it stale anyway).
         self._mirror.drop_snapshot()
-        with self.transaction(), _CacheBuild(self) as building:
+        with self.transaction(), self.keys_kept(), _CacheBuild(self) as building:
             nodes = self._arrow(
                 "MATCH (n:Memory) WHERE n.ns = $ns RETURN offset(id(n)) AS o, "
                 "n.last_read_us AS r, n.base_key AS b0, n.key AS k0, "
@@ -99,6 +109,7 @@ class KuzuMaintain(KuzuBase):
                 one_chunk=True,
             )
             if nodes.num_rows == 0:
+                self._mark_rescored([namespace], sig)
                 return 0
             unset = nodes["nl"].to_numpy(zero_copy_only=False)
             edges = self._arrow(
@@ -124,6 +135,7 @@ class KuzuMaintain(KuzuBase):
                 self._write_unset_recent_links(
                     namespace, nodes, edges, offsets, size, src, dst, unset, uid_at
                 )
+            self._mark_rescored([namespace], sig)
             scanned = int(nodes.num_rows)
             offsets = offsets.copy()  # not a view keeping the node columns alive
             # let go of the columns before the commit and its checkpoint, which need memory
@@ -279,6 +291,16 @@ class KuzuMaintain(KuzuBase):
         super().prepare_tier_moves(namespace, moves, review_reasons, audit)
 
     def set_tiers(
+        self,
+        namespace: str,
+        moves: TierMoveColumns,
+        review_reasons: Mapping[str, str],
+        queued_at: datetime,
+    ) -> None:
+        with self.keys_kept():  # a tier changes no score (see kuzu.rescored)
+            self._set_tiers(namespace, moves, review_reasons, queued_at)
+
+    def _set_tiers(
         self,
         namespace: str,
         moves: TierMoveColumns,

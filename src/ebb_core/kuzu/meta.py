@@ -21,7 +21,8 @@ class KuzuMeta(KuzuBase):
             return value
 
     def set_meta(self, key: str, value: str) -> None:
-        with self._lock:
+        # a Meta row changes no score (the scoring settings are part of the watermark's value)
+        with self._lock, self.keys_kept():
             try:
                 self._q("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value})
             except BaseException:

@@ -33,6 +33,7 @@ from .engine import (
 from .queries import (
     _release_arrow_memory,
 )
+from .rescored import UNKNOWN
 from .tables import memory_arrow_types
 
 
@@ -183,6 +184,8 @@ class KuzuSession(KuzuFiles):
             result = self._run(stmt, params, read=_reads_only(query))
         else:
             self.check_room()
+            if self._rescored and not _reads_only(query):  # see kuzu.rescored
+                self._clear_rescored()
             try:
                 result = self._conn.execute(stmt, dict(params or {}))
             except RuntimeError as exc:
@@ -236,6 +239,8 @@ class KuzuSession(KuzuFiles):
                     self._import_marker = None
         if self.read_only and isinstance(query, str) and _writes(query):
             self._refuse_write()
+        if self._rescored and not read and (not isinstance(query, str) or _writes(query)):
+            self._clear_rescored()  # a write: scores may change (see kuzu.rescored)
         if params:
             self._note_tables(params)
         try:
@@ -406,7 +411,8 @@ class KuzuSession(KuzuFiles):
             return
         import pyarrow as pa
 
-        with self._lock:
+        # only audit rows wait for the commit: they change no score (see kuzu.rescored)
+        with self._lock, self.keys_kept():
             while self._at_commit:
                 name, tables = self._at_commit.popitem()
                 safe = not at_commit or bool(self._at_commit)
@@ -453,6 +459,7 @@ class KuzuSession(KuzuFiles):
     def _forget_cached(self) -> None:
         """Drop every in-process copy of stored data (after a change the copies cannot follow)."""
         self._mirror.invalidate()  # the vector copy too
+        self._rescored = UNKNOWN  # read again (a rollback may have restored it)
 
     def close(self) -> None:
         with self._lock:

@@ -40,6 +40,7 @@ from .maintain import KuzuMaintain, moves_per_transaction
 from .meta import KuzuMeta
 from .mirror import Mirror
 from .reads import KuzuReads
+from .rescored import UNKNOWN, KuzuRescored
 from .schema import KuzuSchema
 from .search import KuzuSearch
 from .session import KuzuSession
@@ -59,6 +60,7 @@ class KuzuStore(
     KuzuBulk,
     KuzuAudit,
     KuzuMaintain,
+    KuzuRescored,
     GraphStore,
 ):
     """Embedded Kùzu backend: a single database file (plus its ``.wal``) at ``path``.
@@ -261,6 +263,8 @@ class KuzuStore(
         self._wal_failed = False
         self._index_dropped = False  # a bulk_load has dropped the text index (see there)
         self._import_marker: str | None = None  # deleted by the next BEGIN (KuzuBulk.bulk_load)
+        self._rescored = UNKNOWN  # the scores' watermark, read at the first write (kuzu.rescored)
+        self._keys_kept = 0  # inside KuzuRescored.keys_kept: writes that change no score
         self._vec_dim, self._vec_checked = None, False  # the vector table (kuzu/vectors)
         _OPEN.add(self)  # until close (or _abandon)
 

@@ -99,6 +99,7 @@ class KuzuVectors:
         def matches_for(self, namespace: str, ids: Sequence[str]) -> list[Match]: ...
         def vector_count(self, namespace: str) -> int: ...  # KuzuVectorScans
         def transaction(self) -> AbstractContextManager[None]: ...
+        def keys_kept(self) -> AbstractContextManager[None]: ...  # KuzuRescored
         def _run(
             self, query: Any, params: Mapping[str, Any] | None = None, *, read: bool = False
         ) -> Any: ...
@@ -422,7 +423,7 @@ class KuzuVectors:
         it. Defaults: ``INDEX_BATCH`` and ``TAIL_MIN``."""
         limit = INDEX_BATCH if limit is None else limit
         table, index, tail = _names(namespace)
-        with self._lock:
+        with self._lock, self.keys_kept():  # vector tables only: no score (kuzu.rescored)
             if table not in self._tables():
                 return 0
             indexed = self._indexed(table)
