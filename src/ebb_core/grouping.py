@@ -83,8 +83,6 @@ class GroupedStore(GroupedReads):
             with self._writing():
                 self.inner.adjust(namespace, changes)
 
-    # pure (touches nothing stored), called from maintain's thread one batch ahead
-    prepare_tier_moves = Forward(GraphStore.prepare_tier_moves)
     # a write takes what is held into its own transaction, first
     set_tiers = Forward(GraphStore.set_tiers, before="write")
     upsert_nodes = Forward(GraphStore.upsert_nodes, before="write")

@@ -129,7 +129,7 @@ class MaintenanceMixin(BrainBase):
             # every memory moved and audited or untouched; the next maintain finishes.
             step = max(1, per_tx)
             parts = [moves.take(slice(lo, lo + step)) for lo in range(0, len(moves), step)]
-            prepare = partial(self._move_columns, why_moved=why_moved, ahead=True)
+            prepare = partial(self._move_columns, why_moved=why_moved)
             with closing(_prepared(parts, prepare)) as batches:
                 for part, columns in batches:
                     with self._tx():
@@ -195,14 +195,11 @@ class MaintenanceMixin(BrainBase):
         self._s.store.set_tiers(self._ns, moves, review, now)
         self._s.store.append_audit_columns(self._ns, first, now, audit)
 
-    def _move_columns(
-        self, moves: TierMoveColumns, why_moved: Mapping[str, str], *, ahead: bool = False
-    ) -> _MoveColumns:
-        """What the write of ``moves`` needs, computed from them alone (nothing stored is read
-        or written, so a thread can make the next batch's while this one is written): the
-        review reasons of those moving to frozen, their ids, the move counts per (from, to) in
-        the order the moves first meet them, and the audit columns. ``ahead``: the store
-        makes its own tables for them too (``prepare_tier_moves``)."""
+    def _move_columns(self, moves: TierMoveColumns, why_moved: Mapping[str, str]) -> _MoveColumns:
+        """What the write of ``moves`` needs, computed from them alone (no store, so a thread
+        can make the next batch's while this one is written): the review reasons of those
+        moving to frozen, their ids, the move counts per (from, to) in the order the moves
+        first meet them, and the audit columns."""
         import numpy as np
 
         cfg, frozen = self._s.config, int(Tier.FROZEN)
@@ -241,8 +238,6 @@ class MaintenanceMixin(BrainBase):
             "actor": ["maintain"] * len(moves),
             "reason": reasons,
         }
-        if ahead:
-            self._s.store.prepare_tier_moves(self._ns, moves, review, audit)
         return review, freezing_ids, pair_counts, audit
 
     def _policy_moves(

@@ -13,8 +13,6 @@ from typing import Any
 
 from ..clock import from_us, to_us
 from ..model import AuditEntry, Tier
-from ..store import TierMoveColumns
-from .ahead import ahead_of
 from .base import KuzuBase
 from .queries import _SMALL, SEP, uid
 from .tables import AUDIT_COLUMNS, AUDIT_CREATE, audit_arrow_types
@@ -56,17 +54,6 @@ class KuzuAudit(KuzuBase):
             columns["payload"].append(None if a.payload is None else json.dumps(a.payload))
         self._append_audit(columns)
 
-    def prepare_tier_moves(
-        self,
-        namespace: str,
-        moves: TierMoveColumns,
-        review_reasons: Mapping[str, str],
-        audit: Mapping[str, Sequence[Any]],
-    ) -> None:
-        if len(audit["action"]) > _SMALL:
-            ahead_of(self).put(audit, _audit_columns(namespace, audit))
-        super().prepare_tier_moves(namespace, moves, review_reasons, audit)
-
     def append_audit_columns(
         self, namespace: str, first_seq: int, at: datetime, columns: Mapping[str, Sequence[Any]]
     ) -> None:
@@ -81,16 +68,25 @@ class KuzuAudit(KuzuBase):
         if size <= _SMALL:
             super().append_audit_columns(namespace, first_seq, at, columns)
             return
-        built = ahead_of(self).take(columns) or _audit_columns(namespace, columns)
         seq = pa.array(np.arange(first_seq, first_seq + size, dtype=np.int64))
         padded = pc.utf8_lpad(pc.cast(seq, pa.string()), width=12, padding="0")
         built = {
-            **built,
             "uid": pc.binary_join_element_wise(f"{namespace}{SEP}", padded, ""),
+            "ns": pa.array(np.full(size, namespace, dtype=object), pa.string()),
             "seq": seq,
             "at_us": pa.array(np.full(size, to_us(at), dtype=np.int64)),
+            # tiers (ints, Tier members or None) converted by Arrow itself: a Python call per
+            # value took ~0.3 s per column at 809k moves
+            "from_tier": pa.array(columns["from_tier"], pa.int64()),
+            "to_tier": pa.array(columns["to_tier"], pa.int64()),
+            "payload": pa.nulls(size, pa.string()),
         }
-        table = pa.table({name: built[name] for name in audit_arrow_types()})
+        table = pa.table(
+            {
+                name: built[name] if name in built else pa.array(list(columns[name]), t)
+                for name, t in audit_arrow_types().items()
+            }
+        )
         self._write_audit(table, {namespace: first_seq + size - 1})
 
     def _append_audit(self, columns: Mapping[str, list[Any]]) -> None:
@@ -174,24 +170,3 @@ class KuzuAudit(KuzuBase):
         self._flush_deferred()
         rows = self._q("MATCH (a:Audit) WHERE a.ns = $ns RETURN max(a.seq)", {"ns": namespace})
         return int(rows[0][0] or 0) if rows else 0
-
-
-def _audit_columns(namespace: str, columns: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
-    """The Arrow columns of audit entries but their numbers and time (``uid``, ``seq``,
-    ``at_us``, which ``append_audit_columns`` adds): pure, so made ahead in a thread."""
-    import numpy as np
-    import pyarrow as pa
-
-    size = len(columns["action"])
-    built = {
-        "ns": pa.array(np.full(size, namespace, dtype=object), pa.string()),
-        # tiers (ints, Tier members or None) converted by Arrow itself: a Python call per
-        # value took ~0.3 s per column at 809k moves
-        "from_tier": pa.array(columns["from_tier"], pa.int64()),
-        "to_tier": pa.array(columns["to_tier"], pa.int64()),
-        "payload": pa.nulls(size, pa.string()),
-    }
-    for name, t in audit_arrow_types().items():
-        if name not in built and name not in ("uid", "seq", "at_us"):
-            built[name] = pa.array(list(columns[name]), t)
-    return built

@@ -8,7 +8,7 @@ pure functions of :mod:`ebb_core.scoring` in numpy and writes back only the rows
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
 from itertools import repeat
 from typing import Any
@@ -17,7 +17,6 @@ from ..clock import to_us
 from ..errors import InvalidInput
 from ..model import Tier
 from ..store import TierMove, TierMoveColumns
-from .ahead import ahead_of
 from .base import KuzuBase
 from .engine import _buffer_pool
 from .mirror import KeysSet
@@ -279,17 +278,6 @@ class KuzuMaintain(KuzuBase):
                 ratios[rows].astype(np.float64),
             )
 
-    def prepare_tier_moves(
-        self,
-        namespace: str,
-        moves: TierMoveColumns,
-        review_reasons: Mapping[str, str],
-        audit: Mapping[str, Sequence[Any]],
-    ) -> None:
-        if len(moves) > _SMALL:
-            ahead_of(self).put(moves, _tier_tables(namespace, moves, review_reasons))
-        super().prepare_tier_moves(namespace, moves, review_reasons, audit)
-
     def set_tiers(
         self,
         namespace: str,
@@ -313,10 +301,10 @@ class KuzuMaintain(KuzuBase):
         # One LOAD FROM per target tier (the tier a constant of the statement), and the
         # in-process copies updated column-wise: no dict of fields per memory.
         import numpy as np
+        import pyarrow as pa
 
         prefix = f"{namespace}{SEP}"
-        made = ahead_of(self).take(moves)
-        uids, tables = made or _tier_tables(namespace, moves, review_reasons)
+        uids = [prefix + i for i in moves.ids.tolist()]
         to = moves.to_tier
         queued_us = to_us(queued_at)
         frozen = int(Tier.FROZEN)
@@ -337,37 +325,19 @@ class KuzuMaintain(KuzuBase):
                         row["review_reason"] = review_reasons[u[len(prefix) :]]
                         row["queued_us"] = queued_us
             with self.transaction():
-                for tier, table in tables:
-                    sets = f"n.tier = {tier}"
+                for tier in np.unique(to).tolist():
+                    picked = np.flatnonzero(to == tier)
+                    table = {"u": pa.array([uids[k] for k in picked.tolist()], pa.string())}
+                    sets = f"n.tier = {int(tier)}"
                     if tier == frozen:
+                        table["r"] = pa.array(
+                            [review_reasons[i] for i in moves.ids[picked].tolist()], pa.string()
+                        )
                         sets += f", n.review_reason = r, n.queued_us = {int(queued_us)}"
                     self._run(
                         f"LOAD FROM $rows MATCH (n:Memory {{uid: u}}) SET {sets}",
-                        {"rows": table},
+                        {"rows": pa.table(table)},
                     )
-
-
-def _tier_tables(
-    namespace: str, moves: TierMoveColumns, review_reasons: Mapping[str, str]
-) -> tuple[list[str], list[tuple[int, Any]]]:
-    """The moved memories' uids, and for each target tier the Arrow table its ``SET`` loads
-    (uids ``u``, and review reasons ``r`` for frozen): pure, so made ahead in a thread."""
-    import numpy as np
-    import pyarrow as pa
-
-    prefix = f"{namespace}{SEP}"
-    uids = [prefix + i for i in moves.ids.tolist()]
-    to, frozen = moves.to_tier, int(Tier.FROZEN)
-    tables = []
-    for tier in np.unique(to).tolist():
-        picked = np.flatnonzero(to == tier)
-        table = {"u": pa.array([uids[k] for k in picked.tolist()], pa.string())}
-        if tier == frozen:
-            table["r"] = pa.array(
-                [review_reasons[i] for i in moves.ids[picked].tolist()], pa.string()
-            )
-        tables.append((int(tier), pa.table(table)))
-    return uids, tables
 
 
 class _CacheBuild:

@@ -6,7 +6,7 @@ backend runs them where its data is (Kùzu in numpy over its columns, Neo4j in C
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -147,19 +147,6 @@ class ServerScoring(FastWrites):
         """
         moves = self.tier_moves(namespace, reference, hot_ratio, warm_ratio, cold_ratio)
         return TierMoveColumns.of(sorted(moves, key=lambda m: m.node_id))
-
-    def prepare_tier_moves(
-        self,
-        namespace: str,
-        moves: TierMoveColumns,
-        review_reasons: Mapping[str, str],
-        audit: Mapping[str, Sequence[Any]],
-    ) -> None:
-        """Make, ahead and in the calling thread, what :meth:`set_tiers` (these ``moves``)
-        and :meth:`append_audit_columns` (these ``audit`` columns) will need, touching nothing
-        stored: ``maintain`` calls it in a thread for the next batch while it writes this one.
-        Only an optimisation (the writes work the same without it); the default does nothing.
-        """
 
     def set_tiers(
         self,
