@@ -202,3 +202,21 @@ def test_the_watermark_survives_a_reopen(tmp_path: Path) -> None:
         assert store.rescored(NS, sig)
     finally:
         store.close()
+
+
+def test_a_salvaged_store_does_not_carry_it(tmp_path: Path) -> None:
+    # What a salvage copies may lack rows the source's scores counted: its next pass is full.
+    from ebb_core.repair import salvage
+
+    clock = FixedClock(T0)
+    brain = _imported(tmp_path, clock)
+    sig = _sig(brain)
+    assert brain.store.get_meta(rescored.WATERMARK) is not None
+    brain.close()
+    salvage(tmp_path / "db", tmp_path / "saved")
+    store: Any = KuzuStore(str(tmp_path / "saved"))
+    try:
+        assert store.get_meta("epoch_us") is not None  # the other Meta rows came along
+        assert not store.rescored(NS, sig)
+    finally:
+        store.close()

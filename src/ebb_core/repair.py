@@ -403,6 +403,7 @@ def salvage(src: str | Path, dest: str | Path, report: Report | None = None) -> 
     """Copy every row the raw engine can read from the store at ``src`` into a new store at
     ``dest`` (which must not exist); the index is built from the copied rows."""
     from .kuzu.bulk import IMPORT_PENDING
+    from .kuzu.rescored import WATERMARK
     from .kuzu_store import INDEX_STATE, KuzuStore
 
     src, dest = Path(src), Path(dest)
@@ -442,7 +443,8 @@ def salvage(src: str | Path, dest: str | Path, report: Report | None = None) -> 
                 meta.column(1).to_pylist() if meta is not None else [],
                 strict=True,
             ):
-                if key not in (INDEX_STATE, IMPORT_PENDING):
+                # not the scores' watermark (kuzu.rescored): what is salvaged may lack links
+                if key not in (INDEX_STATE, IMPORT_PENDING, WATERMARK):
                     store.set_meta(key, value)
         # vectors go to each namespace's unindexed tail: maintain indexes them (kuzu/vectors)
         for ns, (ids, mat) in vectors.items():
