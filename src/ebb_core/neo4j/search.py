@@ -135,8 +135,10 @@ class Neo4jSearch(Neo4jSession):
             + LINK_ROWS
             + f"WITH s, m, e, e.weight * {_DECAY.format(t='e.reinforced_us')} AS dw "
             "WHERE dw >= $min WITH s, m, e, dw WHERE m.tier < 4 "
-            "RETURN s.id AS s, m.id AS m, e.kind AS kind, startNode(e) = s AS out, "
-            "e.weight AS w, e.reinforced_us AS t, dw ORDER BY dw DESC, m, s, kind LIMIT $lim",
+            "WITH s.id AS s, m.id AS m, e.kind AS kind, startNode(e) = s AS out, "
+            "e.weight AS w, e.reinforced_us AS t, dw ORDER BY dw DESC, m, s, kind LIMIT $lim "
+            # one record of rows: the driver's cost is per record (a second hop reads 160)
+            "RETURN collect([s, m, kind, out, w, t, dw]) AS rows",
             {
                 "ns": namespace,
                 "ids": ids,
@@ -147,11 +149,8 @@ class Neo4jSearch(Neo4jSession):
             },
         )
         return [
-            (
-                float(r["dw"]),
-                Link(r["s"], r["m"], r["kind"], bool(r["out"]), float(r["w"]), int(r["t"])),
-            )
-            for r in rows
+            (float(dw), Link(s, m, kind, bool(out), float(w), int(t)))
+            for s, m, kind, out, w, t, dw in (rows[0]["rows"] if rows else [])
         ]
 
     # -- reads fetched ahead for a recall --------------------------------------------------------
