@@ -1180,3 +1180,42 @@ def test_a_ctrl_c_at_a_vectors_copy_waits_for_its_commit(tmp_path: Path) -> None
     assert said == "interrupted"
     assert int(count) == 2000 + 20000 + 3 * 40
     assert int(size) < 64 << 20
+
+
+def test_a_failed_write_of_the_links_file_undoes_the_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A committed bulk load writes its links' Parquet file in a thread while the memories are
+    COPYed: the writer's error reaches the import, which then holds nothing, and no file stays."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from ebb_core.kuzu import session
+
+    lines = [json.dumps({"type": "ebb-export", "version": 1, "namespaces": ["x"]})]
+    lines += [_export_node(i) for i in range(300)]
+    for i in range(1, 300):
+        edge = {"type": "edge", "namespace": "x", "src": f"m:{i}", "dst": f"m:{i // 2}"}
+        lines.append(json.dumps({**edge, "kind": "related", "created_at": "2026-01-01T00:00:00Z"}))
+    export = tmp_path / "x.jsonl"
+    export.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(session, "_COPY_VIA_FILE", 1)
+    write = pq.write_table
+
+    def failing(table: Any, where: Any, **kw: Any) -> None:
+        if "from" in table.column_names:  # the links' table
+            raise OSError("no space left for the links")
+        write(table, where, **kw)
+
+    monkeypatch.setattr(pq, "write_table", failing)
+    folder = tmp_path / "s"
+    folder.mkdir()
+    with Brain.open(folder / "s.kuzu", namespace="x") as b:
+        with pytest.raises(OSError, match="no space left for the links"):
+            b.import_(export)
+        assert [p.name for p in folder.iterdir() if p.suffix == ".parquet"] == []
+        assert list(b.store.scan_nodes("x")) == [] and list(b.store.scan_edges("x")) == []
+        monkeypatch.setattr(pq, "write_table", write)
+        assert b.import_(export)["edges"] == 299
+        assert sum(len(batch) for batch in b.store.scan_edges("x")) == 299

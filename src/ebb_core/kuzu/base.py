@@ -92,6 +92,7 @@ class KuzuBase(GraphStore):
             ends: tuple[str, str] | None = None,
             solo: bool = False,
         ) -> None: ...
+        def _parquet_ahead(self, table: Any) -> Any: ...
         def _load(
             self,
             query: str,

@@ -245,6 +245,9 @@ class KuzuBulk(KuzuBase):
 
         Each big column is released as soon as nothing after needs it (the memories' before
         the links' write, the edge-end indices before the link table), for peak memory at 1M.
+        In a committed load whose links all join its new memories, the links' Parquet file is
+        written in a thread while the lists are made and the memories ``COPY``ed, and the
+        links' uids (~0.5 GB at 5M links) are let go before the links' ``COPY``.
         """
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -256,6 +259,40 @@ class KuzuBulk(KuzuBase):
         dst = _uids(edges["namespace"], edges["dst"]) if m else pa.array([], pa.string())
         a, b = pc.index_in(src, value_set=node_uids), pc.index_in(dst, value_set=node_uids)
         inside = m == 0 or (a.null_count == 0 and b.null_count == 0)
+        stage = self._stage
+        solo = stage is not None and not self._begun and (n > 0 or m > 0)
+        # A committed load whose links all join its new memories: their Parquet file is
+        # written in a thread while the lists are made and the memories COPYed, and the
+        # links' uids are let go before their COPY (nothing else here needs them).
+        ahead = self._parquet_ahead(_link_table(src, dst, edges)) if solo and inside else None
+        held = [node_uids, src, dst, a, b]  # _insert takes them: held nowhere else
+        del node_uids, src, dst, a, b
+        try:
+            self._insert(nodes, edges, held, n, m, inside, ahead)
+        finally:
+            if ahead is not None:
+                ahead.discard()
+
+    def _insert(
+        self,
+        nodes: Mapping[str, Sequence[Any]],
+        edges: Mapping[str, Sequence[Any]],
+        held: list[Any],
+        n: int,
+        m: int,
+        inside: bool,
+        ahead: Any,
+    ) -> None:
+        """``bulk_insert``'s writes: ``held`` the uids of the memories and of the links' ends
+        and the ends' indices among the memories (taken out of the list); ``ahead`` the links'
+        Parquet file being written, if it is."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        node_uids, src, dst, a, b = held
+        held.clear()
+        if ahead is not None:
+            src = dst = None  # in the file
         recent = _new_recent_links(nodes, edges, n, m, inside, a, b)
         stage = self._stage
         solo = stage is not None and not self._begun and (n > 0 or m > 0)
@@ -278,6 +315,12 @@ class KuzuBulk(KuzuBase):
             # What only the memories needed goes before the links' write, which needs memory of
             # its own: at 1M memories the link lists alone are ~0.4 GB.
             del recent, node_uids
+            if ahead is not None:
+                del a, b
+                ahead.wait()  # the links' uids go with the written table
+                _release_arrow_memory()
+                self._copy("Link", ahead, may_roll_back=False, ends=_ENDS, solo=True)
+                return
             if m:
                 if not inside:
                     self._unset_recent_links(src, dst, a, b, solo=solo)
