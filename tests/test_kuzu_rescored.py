@@ -115,9 +115,16 @@ def _skip_equals_full(tmp_path: Path) -> bool:
         brain.close()
 
 
+@pytest.mark.parametrize("via_file", [False, True], ids=["small", "links-file-ahead"])
 def test_an_import_marks_its_scores_exact_and_the_first_maintain_skips_the_read(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, via_file: bool
 ) -> None:
+    if via_file:
+        # A large import (200k links and up) writes its links' Parquet file in a thread and
+        # COPYs it last (kuzu.bulk._insert): that path must mark the scores exact too.
+        from ebb_core.kuzu import session
+
+        monkeypatch.setattr(session, "_COPY_VIA_FILE", 1)
     clock = FixedClock(T0)
     brain = _imported(tmp_path, clock)
     store: Any = brain.store

@@ -320,8 +320,7 @@ class KuzuBulk(KuzuBase):
                 ahead.wait()  # the links' uids go with the written table
                 _release_arrow_memory()
                 self._copy("Link", ahead, may_roll_back=False, ends=_ENDS, solo=True)
-                return
-            if m:
+            elif m:
                 if not inside:
                     self._unset_recent_links(src, dst, a, b, solo=solo)
                 del a, b
