@@ -73,17 +73,9 @@ def worker(ns: str) -> None:
     brain.close()
 
 
-def server_cpu() -> float | None:
-    state = os.environ.get("EBB_NEO4J_STATE_DIR")
-    try:
-        pid = Path(state or "", "java.pid").read_text().strip()
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def main() -> None:
+    from neo4j_reuse import _server_cpu as server_cpu  # the test server's CPU seconds
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--ns", default="big")
