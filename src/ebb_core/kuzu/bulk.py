@@ -286,8 +286,6 @@ class KuzuBulk(KuzuBase):
         """``bulk_insert``'s writes: ``held`` the uids of the memories and of the links' ends
         and the ends' indices among the memories (taken out of the list); ``ahead`` the links'
         Parquet file being written, if it is."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
 
         node_uids, src, dst, a, b = held
         held.clear()
@@ -315,31 +313,9 @@ class KuzuBulk(KuzuBase):
             # What only the memories needed goes before the links' write, which needs memory of
             # its own: at 1M memories the link lists alone are ~0.4 GB.
             del recent, node_uids
-            if ahead is not None:
-                del a, b
-                ahead.wait()  # the links' uids go with the written table
-                _release_arrow_memory()
-                self._copy("Link", ahead, may_roll_back=False, ends=_ENDS, solo=True)
-            elif m:
-                if not inside:
-                    self._unset_recent_links(src, dst, a, b, solo=solo)
-                del a, b
-                table = _link_table(src, dst, edges)
-                if solo and not inside:
-                    assert stage is not None
-                    chunks = [c for u in stage.uids for c in getattr(u, "chunks", [u])]
-                    known = pa.concat_arrays(chunks) if chunks else pa.array([], pa.string())
-                    new = pc.or_(pc.is_in(src, value_set=known), pc.is_in(dst, value_set=known))
-                    if not pc.all(new).as_py():  # links between two memories stored before
-                        old = table.filter(pc.invert(new))
-                        table = table.filter(new)
-                        self._copy("Link", table, may_roll_back=False, ends=_ENDS, solo=True)
-                        self._copy("Link", old, may_roll_back=True, ends=_ENDS)
-                        return
-                self._copy(
-                    "Link", table, may_roll_back=not solo and self._bulk_fits, ends=_ENDS, solo=solo
-                )
-                del table
+            ends = [src, dst, a, b]
+            del src, dst, a, b  # the links' write below lets them go as soon as it can
+            self._write_links(ends, edges, m, inside=inside, solo=solo, ahead=ahead)
             if "key" in nodes and n:
                 # Into empty namespaces, with the keys the import computed from the file with
                 # this store's epoch and settings: exact, the first maintain need not check
@@ -347,6 +323,51 @@ class KuzuBulk(KuzuBase):
                 sig = stored_signature(self.get_meta("epoch_us"), self.get_meta("scoring"))
                 if sig is not None:
                     self._mark_rescored(_distinct(nodes["namespace"]), sig)
+
+    def _write_links(
+        self,
+        ends: list[Any],
+        edges: Mapping[str, Sequence[Any]],
+        m: int,
+        *,
+        inside: bool,
+        solo: bool,
+        ahead: Any,
+    ) -> None:
+        """``_insert``'s links: from the Parquet file written ahead if there is one, else from
+        ``ends`` (their ends' uids and indices among the new memories, taken out of the list
+        and let go before the ``COPY``). It returns to ``_insert``, whatever path it took, so
+        what ``_insert`` does after the links (the scores' watermark) cannot be skipped."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        src, dst, a, b = ends
+        ends.clear()
+        if ahead is not None:
+            del src, dst, a, b
+            ahead.wait()  # the links' uids go with the written table
+            _release_arrow_memory()
+            self._copy("Link", ahead, may_roll_back=False, ends=_ENDS, solo=True)
+            return
+        if not m:
+            return
+        if not inside:
+            self._unset_recent_links(src, dst, a, b, solo=solo)
+        del a, b
+        table = _link_table(src, dst, edges)
+        if solo and not inside:
+            stage = self._stage
+            assert stage is not None
+            chunks = [c for u in stage.uids for c in getattr(u, "chunks", [u])]
+            known = pa.concat_arrays(chunks) if chunks else pa.array([], pa.string())
+            new = pc.or_(pc.is_in(src, value_set=known), pc.is_in(dst, value_set=known))
+            if not pc.all(new).as_py():  # links between two memories stored before
+                old = table.filter(pc.invert(new))
+                table = table.filter(new)
+                self._copy("Link", table, may_roll_back=False, ends=_ENDS, solo=True)
+                self._copy("Link", old, may_roll_back=True, ends=_ENDS)
+                return
+        self._copy("Link", table, may_roll_back=not solo and self._bulk_fits, ends=_ENDS, solo=solo)
 
     def _unset_recent_links(self, src: Any, dst: Any, a: Any, b: Any, *, solo: bool) -> None:
         """Unset the recent-link lists of the memories already stored that gain links (an end
