@@ -16,8 +16,30 @@ outputs, e.g. another backend's run); it needs matplotlib (``pip install -e '.[b
     python bench/bench_core.py --sizes 10000 100000
     python bench/bench_core.py --sizes 10000 100000 1000000 --workdir /tmp/bench --plot curve.png
     python bench/bench_core.py --sizes --merge kuzu.json neo4j.json --plot both.png  # no new run
-    EBB_BACKEND=neo4j python bench/bench_core.py --sizes 100000 --backend neo4j
+    NEO4J_URI=bolt://host:7687 python bench/bench_core.py --sizes 100000 --backend neo4j  # Bolt
     python bench/bench_core.py --sizes 100000 --embedder fake:384   # vectors too (see below)
+
+``--backend neo4j`` without ``NEO4J_URI`` runs, for each size, a benchmark test server of its
+own (``scripts/neo4j-test-server``, ``EBB_NEO4J_BENCH=1``, GDS off, ``--neo4j-heap`` and
+``--neo4j-pagecache``, default 4g and 3g; its state in ``WORKDIR/neo4j-N-state``, deleted after)
+and loads it as ``--neo4j-import`` says: ``bolt`` (``Brain.import_`` through the driver, ~600
+memories/s at 10k), ``bulk`` (the offline path of docs/neo4j.md: ``ebb neo4j-bulk prepare``,
+neo4j-admin with the server stopped, a server start, ``ebb neo4j-bulk finish``; ``import_s`` is
+the four stages' wall time in all, each also reported as ``import_prepare_s`` ...
+``import_finish_s``) or ``auto`` (the default: bulk from 100,000 memories, Bolt below, where
+neo4j-admin's and the server's start-up cost more than the Bolt import). Everything after the
+import is the same as on Kùzu. The RSS figures are apart: ``peak_rss_mb`` is the client's (the
+larger of this process's peak, ``client_peak_rss_mb``, and ``prepare``'s, ``import_peak_rss_mb``),
+``server_peak_rss_mb`` the server JVM's (VmHWM; ``server_heap``/``server_pagecache`` its
+configuration), drawn as a dotted line of its own. With ``NEO4J_URI`` set the server is used as
+it is (an emptied or dedicated database: the import goes to a new namespace) and the import is
+Bolt's; its RSS is reported only when ``EBB_NEO4J_STATE_DIR`` names a test server on this host.
+A 1M Neo4j size takes ~8 minutes and ~7 GB (the server) plus ~5 GB for neo4j-admin: run it under
+``flock /tmp/ebb-heavy.lock``:
+
+    python bench/bench_core.py --backend neo4j --sizes 10000 100000 1000000 --workdir /tmp/w \
+        --json > neo4j.json
+    python bench/bench_core.py --sizes --merge kuzu.json neo4j.json --plot growth.png
 
 ``--embedder NAME`` (``ebb_core.embeddings.resolve``: ``minilm``, ``fake:384``...) gives every
 memory a vector (the import embeds in batches) and recall fuses vector candidates. Reported
@@ -49,6 +71,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import neo4j_harness
 import synth
 from ebb_core import Brain, FixedClock
 from ebb_core.backends import open_store
@@ -97,6 +120,9 @@ TARGETS = {
 }
 
 
+BULK_SET = ("import_s", "import_cpu_s", "import_peak_rss_mb")  # a bulk load's, set in the row
+
+
 def pct(values: list[float], p: float) -> float:
     values = sorted(values)
     idx = min(len(values) - 1, max(0, round(p / 100 * (len(values) - 1))))
@@ -120,6 +146,7 @@ def run_size(
     small: int = 200,
     embedder: str = "",
     second_hop: float | None = None,
+    neo4j: argparse.Namespace | None = None,
 ) -> dict[str, Any]:
     import ebb_core
 
@@ -127,10 +154,58 @@ def run_size(
     data = workdir / f"graph-{n}.jsonl"
     if not data.exists():
         synth.write_file(data, n, edges_per_node)
+    ns = f"bench-{n}-{time.time_ns()}"
+    if backend != "neo4j" or neo4j is None:
+        return measure(
+            n, backend, workdir, data, ns, ops, edges_per_node, small, embedder, second_hop
+        )
+    # Neo4j: the test server, started for this size (unless NEO4J_URI names one), loaded through
+    # Bolt (Brain.import_ in measure) or the bulk path (here); its RSS read before it stops
+    path = neo4j_harness.import_path(n, neo4j.neo4j_import, bool(os.environ.get("NEO4J_URI")))
+    server = None
+    if not os.environ.get("NEO4J_URI"):
+        server = neo4j_harness.HarnessServer(
+            workdir / f"neo4j-{n}-state", neo4j.neo4j_heap, neo4j.neo4j_pagecache
+        )
+    try:
+        bulk: dict[str, Any] | None = None
+        if server is not None and path == "bulk":
+            log(f"bulk path: prepare, neo4j-admin, start, finish ({server.state})")
+            bulk = server.bulk_load(data, workdir / f"neo4j-{n}-csv", ns, synth.NOW)
+        elif server is not None:
+            server.start()
+        row = measure(
+            n, backend, workdir, data, ns, ops, edges_per_node, small, embedder, second_hop, bulk
+        )
+        row["import_path"] = path
+        if server is not None:
+            row.update(server.rss(), server_heap=server.heap, server_pagecache=server.pagecache)
+        else:
+            row.update(neo4j_harness.external_rss())
+    finally:
+        if server is not None:
+            server.close()
+    return row
+
+
+def measure(
+    n: int,
+    backend: str,
+    workdir: Path,
+    data: Path,
+    ns: str,
+    ops: int,
+    edges_per_node: float,
+    small: int,
+    embedder: str,
+    second_hop: float | None,
+    bulk: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One size's measurements on an open store; ``bulk``: the data is already loaded (Neo4j's
+    bulk path, its figures), else it is imported here."""
     clock = FixedClock(synth.NOW)
     db = workdir / f"bench-{n}-{time.time_ns()}.kuzu"
     store = open_store("kuzu", db) if backend == "kuzu" else open_store(backend)
-    ns = f"bench-{n}-{time.time_ns()}"
     inner = resolve(embedder) if embedder else None
     timed = TimedEmbedder(inner) if inner is not None else None
     kwargs: dict[str, Any] = {"embedder": timed} if timed is not None else {}
@@ -142,10 +217,15 @@ def run_size(
     embed_ms: list[float] = []
     remember_embed_ms: list[float] = []
     try:
-        t0, c0 = time.perf_counter(), time.process_time()
-        counts = brain.import_(data, namespace=ns)
-        import_s, import_cpu_s = time.perf_counter() - t0, time.process_time() - c0
-        import_rss = peak_rss_mb()  # the peak so far: the import's (or what came before it)
+        if bulk is None:
+            t0, c0 = time.perf_counter(), time.process_time()
+            counts = brain.import_(data, namespace=ns)
+            import_s, import_cpu_s = time.perf_counter() - t0, time.process_time() - c0
+            import_rss = peak_rss_mb()  # the peak so far: the import's (or what came before it)
+        else:  # loaded by the bulk path: its whole time, its client's CPU, prepare's peak RSS
+            counts = {"nodes": bulk["memories"], "edges": bulk["links"]}
+            import_s, import_cpu_s = bulk["import_s"], bulk["import_cpu_s"]
+            import_rss = bulk["import_peak_rss_mb"]
         log(f"import {import_s:.1f} s")
 
         clock.advance(hours=1)
@@ -254,9 +334,11 @@ def run_size(
         "small_recall_mean_hits": round(small_hits / len(qs), 2),
         "remember_p50_ms": round(statistics.median(remember_ms), 2),
         "remember_p95_ms": round(pct(remember_ms, 95), 2),
-        "peak_rss_mb": round(peak_rss_mb()),
+        "peak_rss_mb": round(max(peak_rss_mb(), import_rss)),
         "import_peak_rss_mb": round(import_rss),
         **extra,
+        **({"client_peak_rss_mb": round(peak_rss_mb())} if backend != "kuzu" else {}),
+        **{k: v for k, v in (bulk or {}).items() if k.startswith("import_") and k not in BULK_SET},
     }
 
 
@@ -282,6 +364,8 @@ def run_in_child(n: int, args: argparse.Namespace, work: Path) -> dict[str, Any]
     ]
     if args.second_hop is not None:
         cmd += ["--second-hop", str(args.second_hop)]
+    cmd += ["--neo4j-import", args.neo4j_import, "--neo4j-heap", args.neo4j_heap]
+    cmd += ["--neo4j-pagecache", args.neo4j_pagecache]
     out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True).stdout
     row: dict[str, Any] = json.loads(out)
     return row
@@ -291,8 +375,14 @@ PLOTS = [
     ("recall p95 (ms)", ["recall_p95_ms", "common_recall_p95_ms"]),
     ("remember p95 (ms)", ["remember_p95_ms"]),
     ("maintain (s)", ["maintain_s"]),
-    ("peak RSS (MB)", ["peak_rss_mb"]),
+    ("peak RSS (MB)", ["peak_rss_mb", "server_peak_rss_mb"]),
 ]
+# how a second line of a backend is drawn and labelled (the first: a solid line, the backend)
+STYLES = {
+    "common_recall_p95_ms": ("--", " (common words)"),
+    "peak_rss_mb": ("-", " (client)"),
+    "server_peak_rss_mb": (":", " server"),
+}
 
 
 def plot(rows: list[dict[str, Any]], path: str) -> None:
@@ -308,14 +398,19 @@ def plot(rows: list[dict[str, Any]], path: str) -> None:
         for colour, backend in enumerate(backends):  # one colour per backend on every panel
             mine = sorted((r for r in rows if r["backend"] == backend), key=lambda r: r["memories"])
             for key in keys:
-                label = backend + (" (common words)" if key.startswith("common") else "")
+                points = [r for r in mine if r.get(key) is not None]
+                if not points:
+                    continue
+                style, suffix = STYLES.get(key, ("-", ""))
+                if key == "peak_rss_mb" and not any("server_peak_rss_mb" in r for r in mine):
+                    suffix = ""  # an embedded engine: its process is all there is
                 ax.plot(
-                    [r["memories"] for r in mine],
-                    [r[key] for r in mine],
+                    [r["memories"] for r in points],
+                    [r[key] for r in points],
                     marker="o",
                     color=f"C{colour}",
-                    linestyle="--" if key.startswith("common") else "-",
-                    label=label,
+                    linestyle=style,
+                    label=backend + suffix,
                 )
         ax.set_xscale("log")
         ax.set_title(title)
@@ -347,6 +442,23 @@ def main() -> None:
     )
     ap.add_argument("--plot", help="draw the growth curve into this PNG (needs matplotlib)")
     ap.add_argument("--merge", nargs="+", default=[], help="--json outputs to add to the plot")
+    ap.add_argument(
+        "--neo4j-import",
+        choices=["auto", "bulk", "bolt"],
+        default="auto",
+        help="Neo4j's import: the offline bulk path (test server only) or Bolt; auto: bulk from "
+        f"{neo4j_harness.BULK_FROM:,} memories when this script runs the server, else Bolt",
+    )
+    ap.add_argument(
+        "--neo4j-heap",
+        default=os.environ.get("EBB_NEO4J_HEAP", "4g"),
+        help="the test server's heap (EBB_NEO4J_HEAP, else 4g)",
+    )
+    ap.add_argument(
+        "--neo4j-pagecache",
+        default=os.environ.get("EBB_NEO4J_PAGECACHE", "3g"),
+        help="the test server's page cache (EBB_NEO4J_PAGECACHE, else 3g)",
+    )
     ap.add_argument("--one-size", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one_size:
@@ -359,6 +471,7 @@ def main() -> None:
             args.small,
             args.embedder,
             args.second_hop,
+            args,
         )
         print(json.dumps(row))
         return
