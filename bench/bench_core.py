@@ -481,7 +481,10 @@ def main() -> None:
         rows = []
         for n in args.sizes:
             print(f"… {n:,} memories on {args.backend}", file=sys.stderr, flush=True)
+            t0 = time.perf_counter()
             rows.append(run_in_child(n, args, work))
+            rows[-1]["size_run_s"] = round(time.perf_counter() - t0, 1)  # the whole size, wall
+            print(f"  {n:,}: {rows[-1]['size_run_s']} s in all", file=sys.stderr, flush=True)
     if args.plot:
         merged = [r for f in args.merge for r in json.loads(Path(f).read_text())["results"]]
         plot(rows + merged, args.plot)
