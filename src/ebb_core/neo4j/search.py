@@ -356,6 +356,7 @@ class Neo4jSearch(Neo4jSession):
             "kinds": list(kinds),
         }
         extra, meta, more = _ahead_clauses(reads, params) if reads is not None else ("", "", "")
+        keep = ", meta: meta, ahead: ahead" if more else ""
         top, size = want, None
         while True:
             rows = self._read(
@@ -374,9 +375,11 @@ class Neo4jSearch(Neo4jSession):
                 "WITH seen, size(ours) AS found, idx, hits[idx].n AS n, hits[idx].score AS score"
                 + (", meta " if meta else " ")
                 + extra
-                + f"RETURN seen, found, {projection} AS n, score{more}",
+                + f"WITH seen, found, {projection} AS n, score{more} "
+                # one record of rows: the driver's cost is per record
+                + f"RETURN collect({{seen: seen, found: found, n: n, score: score{keep}}}) AS r",
                 {**params, "top": int(top)},
-            )
+            )[0]["r"]
             seen, found = rows[0]["seen"], rows[0]["found"]
             if found >= want or seen < top:
                 break
