@@ -283,6 +283,8 @@ class Neo4jSearch(Neo4jSession):
                 links, sup, node = r["ahead"]
                 reads.add_node(node, sup)
                 reads.add_links(node["id"], links, reads.hint.links_per_node)
+            elif r["sup"] is not None:
+                reads.sup[r["n"]["id"]] = list(r["sup"])
         meta = self._local.meta
         if meta is not None and rows:
             got = dict(rows[0]["meta"])
@@ -307,11 +309,14 @@ class Neo4jSearch(Neo4jSession):
         else:
             ids = list(dict.fromkeys(ids))
             reads = self._ahead(namespace)
-            if reads is not None:  # answered ahead (by recall's text matches) or read now
+            if reads is not None:
+                # Answered ahead (by recall's text matches), or read now with the memories'
+                # nodes and links: recall's winners come from these, and then need no read.
+                rest = [i for i in ids if i not in reads.sup]
+                if rest:
+                    self._read_ahead(reads, rest, reads.hint.links_per_node)
                 out = {i: reads.sup[i] for i in ids if reads.sup.get(i)}
-                ids = [i for i in ids if i not in reads.sup]
-                if not ids:
-                    return {i: out[i] for i in sorted(out)}
+                return {i: out[i] for i in sorted(out)}
             params.update(ids=ids, sk=SUPERSEDES)
             query = (  # a hub's from its list (see .hubs)
                 f"UNWIND $ids AS i MATCH (s:Memory {{ns: $ns, id: i}}) WITH s, {SUP_OK} AS hub "
@@ -356,7 +361,7 @@ class Neo4jSearch(Neo4jSession):
             "kinds": list(kinds),
         }
         extra, meta, more = _ahead_clauses(reads, params) if reads is not None else ("", "", "")
-        keep = ", meta: meta, ahead: ahead" if more else ""
+        keep = ", meta: meta, ahead: ahead, sup: sup" if more else ""
         top, size = want, None
         while True:
             rows = self._read(
@@ -437,5 +442,8 @@ def _ahead_clauses(reads: _Reads, params: dict[str, Any]) -> tuple[str, str, str
         "OPTIONAL CALL (s, idx) { WITH s, idx WHERE idx < $linked "
         + _AHEAD_OF_S
         + f"RETURN [links, sup, {_S_NODE}] AS ahead }} "
+        # the other rows' superseders (supersession asks for the best 30 candidates')
+        "OPTIONAL CALL (s, idx) { WITH s, idx WHERE idx >= $linked AND s IS NOT NULL "
+        f"WITH s, {SUP_OK} AS hub CALL (s, hub) {{ {SUP_OF_S} }} RETURN sup }} "
     )
-    return extra, meta, ", CASE idx WHEN 0 THEN meta END AS meta, ahead"
+    return extra, meta, ", CASE idx WHEN 0 THEN meta END AS meta, ahead, sup"
