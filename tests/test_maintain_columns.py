@@ -158,16 +158,21 @@ def test_kuzu_column_path_equals_the_per_row_path(
 
 
 def test_kuzu_commits_moves_in_batches_its_buffer_pool_holds(tmp_path: Path) -> None:
-    """A move's audit row waits in Kùzu's buffer pool until its transaction commits, so the
-    moves per transaction follow the memory budget (a first maintain of 82k moves failed with
-    "the buffer pool is full" at a 128 MiB budget when it was one transaction)."""
+    """A move's audit row written by ``LOAD FROM … CREATE`` waits in Kùzu's buffer pool until
+    its transaction commits, so the moves per transaction follow the memory budget (a first
+    maintain of 82k moves failed with "the buffer pool is full" at a 128 MiB budget when it was
+    one transaction); batches large enough for ``COPY`` (budgets of ~0.7 GiB and up) hold only
+    their tier updates there, and are bounded by those (809k moves at 1M: one transaction)."""
     tiny = KuzuStore(str(tmp_path / "tiny"), memory_budget=1 << 12)  # the 32 MiB minimum pool
+    mid = KuzuStore(str(tmp_path / "mid"), memory_budget=512 << 20)
     roomy = KuzuStore(str(tmp_path / "default"), memory_budget=DEFAULT_MEMORY_BUDGET)
     try:
         assert tiny.tier_moves_per_transaction == 4_096
-        assert roomy.tier_moves_per_transaction == 196_608
+        assert mid.tier_moves_per_transaction == 39_321  # < COPY_AUDIT_MIN: audit rows wait
+        assert roomy.tier_moves_per_transaction == 1_150_437
     finally:
         tiny.close()
+        mid.close()
         roomy.close()
 
 

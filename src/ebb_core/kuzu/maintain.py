@@ -35,14 +35,33 @@ read of the log inside the transaction still write them that way, and the moves'
 wait in the pool too: the batches stay."""
 
 
+_COPIED_MOVE_POOL = 700
+"""Bytes of Kùzu's buffer pool one tier move takes until its transaction commits when its
+batch's audit rows go in by ``COPY`` at the commit (``kuzu.audit.COPY_AUDIT_MIN`` rows or more):
+82,286 moves in one transaction failed with a 38 MiB pool and passed with 58 MiB, ~0.5-0.7 KB
+a move (docs/benchmarks.md)."""
+
+
 def moves_per_transaction(budget: int) -> int:
-    """Tier moves ``maintain`` commits per transaction on a Kùzu store with this memory budget:
-    as many as fit their audit rows in an eighth of the buffer pool (~196k at the default
-    2.5 GiB), so a first maintain that moves most of a million memories neither fails with a
-    small budget ("the buffer pool is full") nor fills the pool with its audit rows at the
-    default (which raised the 1M benchmark's peak RSS by ~0.7 GB). Each batch's moves and their
-    audit entries commit together (see ``ScoringStore.tier_moves_per_transaction``)."""
-    return max(1_000, _buffer_pool(budget) // 8 // _AUDIT_ROW_POOL)
+    """Tier moves ``maintain`` commits per transaction on a Kùzu store with this memory budget.
+
+    Batches whose audit rows are written with ``LOAD FROM ... CREATE`` (fewer than
+    ``COPY_AUDIT_MIN``) hold as many moves as fit their audit rows in an eighth of the buffer
+    pool, so a first maintain that moves most of a million memories never fails with a small
+    budget ("the buffer pool is full"). When that bound already reaches ``COPY_AUDIT_MIN`` (a
+    budget of ~0.7 GiB or more), the audit rows go in by ``COPY`` and half the pool at
+    ``_COPIED_MOVE_POOL`` bytes a move bounds the batch instead (~1.15M moves at the default
+    2.5 GiB): a first maintain of 809k moves at 1M is one transaction, one ``COPY`` and one
+    commit rather than five (each ``COPY`` commit checkpoints the store: ~0.3-0.6 s apiece).
+    Each batch's moves and their audit entries commit together (see
+    ``ScoringStore.tier_moves_per_transaction``)."""
+    from .audit import COPY_AUDIT_MIN
+
+    pool = _buffer_pool(budget)
+    rowwise = max(1_000, pool // 8 // _AUDIT_ROW_POOL)
+    if rowwise < COPY_AUDIT_MIN:
+        return rowwise
+    return max(rowwise, pool // 2 // _COPIED_MOVE_POOL)
 
 
 class KuzuMaintain(KuzuBase):
