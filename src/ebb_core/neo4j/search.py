@@ -110,7 +110,7 @@ class Neo4jSearch(Neo4jSession):
             found = [f for f in found if f[0] >= min_decayed]
             if missing:
                 found += self._strongest(
-                    namespace, missing, now_us, half_life_us, min_decayed, limit
+                    namespace, missing, now_us, half_life_us, min_decayed, limit, reads
                 )
             found.sort(key=lambda f: (-f[0], f[1].other_id, f[1].node_id, f[1].kind))
             return [link for _, link in found[:limit]]
@@ -125,8 +125,11 @@ class Neo4jSearch(Neo4jSession):
         half_life_us: float,
         min_decayed: float,
         limit: int,
+        reads: _Reads | None = None,
     ) -> list[tuple[float, Link]]:
-        """:meth:`strongest_links` by one query, each link with its decayed weight."""
+        """:meth:`strongest_links` by one query, each link with its decayed weight; with
+        ``reads``, what ``matches_for`` answers for the other ends is kept there (spreading
+        admits them next)."""
         rows = self._read(
             # Decay first (relationship properties only), then the other end's tier: a hub's
             # stale edges never cost a node read.
@@ -135,10 +138,11 @@ class Neo4jSearch(Neo4jSession):
             + LINK_ROWS
             + f"WITH s, m, e, e.weight * {_DECAY.format(t='e.reinforced_us')} AS dw "
             "WHERE dw >= $min WITH s, m, e, dw WHERE m.tier < 4 "
-            "WITH s.id AS s, m.id AS m, e.kind AS kind, startNode(e) = s AS out, "
+            "WITH s.id AS s, m AS o, m.id AS m, e.kind AS kind, startNode(e) = s AS out, "
             "e.weight AS w, e.reinforced_us AS t, dw ORDER BY dw DESC, m, s, kind LIMIT $lim "
             # one record of rows: the driver's cost is per record (a second hop reads 160)
-            "RETURN collect([s, m, kind, out, w, t, dw]) AS rows",
+            "RETURN collect([s, m, kind, out, w, t, dw, o.key, o.pinned, o.tier, o.kind]) "
+            "AS rows",
             {
                 "ns": namespace,
                 "ids": ids,
@@ -148,10 +152,12 @@ class Neo4jSearch(Neo4jSession):
                 "lim": int(limit),
             },
         )
-        return [
-            (float(dw), Link(s, m, kind, bool(out), float(w), int(t)))
-            for s, m, kind, out, w, t, dw in (rows[0]["rows"] if rows else [])
-        ]
+        found = []
+        for s, m, kind, out, w, t, dw, key, pinned, tier, mkind in rows[0]["rows"] if rows else []:
+            found.append((float(dw), Link(s, m, kind, bool(out), float(w), int(t))))
+            if reads is not None and m not in reads.matches:
+                reads.matches[m] = Match(m, 0.0, float(key or 0.0), bool(pinned), int(tier), mkind)
+        return found
 
     # -- reads fetched ahead for a recall --------------------------------------------------------
     def prepare_recall(self, namespace: str, hint: RecallHint) -> None:
