@@ -27,6 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import neo4j_harness
 import synth
 from bench_core import pct
 from ebb_core import Brain, FixedClock
@@ -74,11 +75,9 @@ def _server_cpu() -> float | None:
     """The test server's CPU seconds (``$EBB_NEO4J_STATE_DIR/java.pid``), if it is readable."""
     state = os.environ.get("EBB_NEO4J_STATE_DIR")
     try:
-        pid = Path(state or "", "java.pid").read_text().strip()
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
+        return neo4j_harness.proc_cpu(int(Path(state or "", "java.pid").read_text().strip()))
+    except (OSError, IndexError, ValueError):
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
