@@ -2,14 +2,15 @@
 
 Each round loads the export into a fresh benchmark server (``scripts/neo4j-test-server``:
 ``EBB_NEO4J_BENCH=1``, GDS off, the store kept in ``<workdir>/<side>/state/data``) through the
-three stages of docs/neo4j.md: ``prepare`` (``ebb neo4j-bulk prepare``), ``admin`` (the
+three stages of docs/neo4j.md, as ``neo4j_harness.HarnessServer.bulk_load`` runs them for
+``bench_core.py --backend neo4j``: ``prepare`` (``ebb neo4j-bulk prepare``), ``admin`` (the
 ``neo4j-admin database import full`` it prints, run by ``scripts/neo4j-test-server admin``), then
 a server ``start`` and ``finish`` (``ebb neo4j-bulk finish``). Each stage's wall time is printed
 beside its CPU time (the client's for prepare and finish, neo4j-admin's, the server's during
-finish) and the load average. With ``--other-src OLD/src`` the rounds alternate A (this tree's
-``src``) and B (the other's), each with its own ``prepare``/``finish`` code; neo4j-admin and the
-server are this tree's. A 1M round takes minutes and several GB: run it under
-``flock /tmp/ebb-heavy.lock``.
+finish), with the load average before and after. With ``--other-src OLD/src`` the rounds
+alternate A (this tree's ``src``) and B (the other's), each with its own ``prepare``/``finish``
+code; neo4j-admin and the server are this tree's. A 1M round takes minutes and several GB: run
+it under ``flock /tmp/ebb-heavy.lock``.
 
     python bench/neo4j_bulk.py --data /tmp/ebb-data/graph-100000.jsonl --workdir /tmp/w \\
         [--other-src /tmp/base/src] [--rounds 2] [--into big] [--keep]
@@ -24,95 +25,35 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
-import subprocess
 import sys
-import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import neo4j_harness
+
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "scripts" / "neo4j-test-server"
-
-
-def children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
 
 
 def load() -> float:
     return round(os.getloadavg()[0], 1)
 
 
-def proc_cpu(pid: int) -> float:
-    """User + system seconds of a live process (from /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """Run ``cmd``; its wall and CPU seconds and its stdout (raises with its output if it fails)."""
-    c0, t0 = children_cpu(), time.perf_counter()
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    wall, cpu = time.perf_counter() - t0, children_cpu() - c0
-    if done.returncode != 0:
-        raise SystemExit(f"{cmd[:4]} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    return wall, cpu, done.stdout
-
-
-def ebb(src: Path, *args: str) -> list[str]:
-    code = f"import sys; sys.path.insert(0, {str(src)!r}); from ebb_core.cli import main; main()"
-    return [sys.executable, "-c", code, *args]
-
-
 def one_load(side: str, src: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """One load through ``neo4j_harness.HarnessServer.bulk_load`` with ``src``'s prepare/finish."""
     base = Path(args.workdir) / side
     shutil.rmtree(base, ignore_errors=True)
-    files, state = base / "files", base / "state"
-    env = {
-        **os.environ,
-        "EBB_NEO4J_STATE_DIR": str(state),
-        "EBB_NEO4J_BENCH": "1",
-        "EBB_NEO4J_GDS": "0",
-        "EBB_NEO4J_KEEP_DATA": "1",
-        "EBB_NEO4J_HEAP": args.heap,
-        "EBB_NEO4J_PAGECACHE": args.pagecache,
-        "EBB_NEO4J_ADMIN_HEAP": args.admin_heap,
-    }
-    out: dict[str, Any] = {"side": side, "src": str(src)}
-    prep = ["neo4j-bulk", "prepare", args.data, str(files), "--at", args.at]
-    if args.into:
-        prep += ["--into", args.into]
-    out["load_before"] = load()
-    wall, cpu, stdout = timed(ebb(src, *prep, "--json"), env)
-    manifest = json.loads(stdout)
-    out["prepare"] = {"wall": round(wall, 1), "cpu": round(cpu, 1), "load": load()}
-    command = manifest["command"]
-    extra = [f"--max-off-heap-memory={args.off_heap}"] if args.off_heap else []
-    wall, cpu, log = timed(["bash", str(SCRIPT), "admin", *command[1:], *extra], env)
-    (Path(args.workdir) / f"{side}-admin.log").write_text(log)
-    out["admin"] = {"wall": round(wall, 1), "cpu": round(cpu, 1), "load": load()}
-    t0 = time.perf_counter()
-    uri = subprocess.run(
-        ["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True, check=True
-    ).stdout.split()[-1]
-    out["start"] = {"wall": round(time.perf_counter() - t0, 1), "load": load()}
-    pid = int((state / "pid").read_text())
+    state = base / "state"
+    server = neo4j_harness.HarnessServer(state, args.heap, args.pagecache, args.admin_heap)
+    out: dict[str, Any] = {"side": side, "src": str(src), "load_before": load()}
+    at = datetime.fromisoformat(args.at)
     try:
-        s0 = proc_cpu(pid)
-        wall, cpu, stdout = timed(ebb(src, "neo4j-bulk", "finish", str(files), "--json"), {
-            **env, "NEO4J_URI": uri
-        })  # fmt: skip
-        found = json.loads(stdout)
-        out["finish"] = {
-            "wall": round(wall, 1),
-            "cpu": round(cpu, 1),
-            "server_cpu": round(proc_cpu(pid) - s0, 1),
-            "index_s": found.get("index_s"),
-            "load": load(),
-        }
-        out["counts"] = {k: found[k] for k in ("memories", "links", "audit")}
+        got = server.bulk_load(
+            Path(args.data), base / "files", args.into, at, args.off_heap, src=src
+        )
     finally:
         lines = [  # each index's population, from the server's log (gone once it stops)
             line
@@ -121,14 +62,21 @@ def one_load(side: str, src: Path, args: argparse.Namespace) -> dict[str, Any]:
             if "IndexPopulationJob" in line or "is ONLINE" in line
         ]
         (Path(args.workdir) / f"{side}-index.log").write_text("\n".join(lines) + "\n")
-        subprocess.run(["bash", str(SCRIPT), "stop"], env=env, capture_output=True, check=False)
-    total = out["prepare"]["wall"] + out["admin"]["wall"] + out["finish"]["wall"]
-    out["total_s"] = round(total, 1)
-    out["per_s"] = round(out["counts"]["memories"] / total)
-    if not args.keep:
-        shutil.rmtree(base, ignore_errors=True)
-    else:
-        shutil.rmtree(files, ignore_errors=True)
+        if (state / "admin.log").exists():
+            shutil.copy(state / "admin.log", Path(args.workdir) / f"{side}-admin.log")
+        if args.keep:
+            server.stop()
+            os.environ.pop("NEO4J_URI", None)
+        else:
+            server.close()
+    for stage in ("prepare", "admin", "finish"):
+        out[stage] = {"wall": got[f"import_{stage}_s"], "cpu": got[f"import_{stage}_cpu_s"]}
+    out["start"] = {"wall": got["import_start_s"]}
+    out["finish"] |= {"server_cpu": got["import_server_cpu_s"], "index_s": got["import_index_s"]}
+    out["load_after"] = load()
+    out["counts"] = {k: got[k] for k in ("memories", "links", "audit")}
+    out["total_s"] = round(got["import_s"], 1)
+    out["per_s"] = round(got["memories"] / got["import_s"])
     return out
 
 
@@ -161,7 +109,7 @@ def main() -> None:
         print(
             f"{x['side']:4} {p['wall']:6.1f} ({p['cpu']:5.1f}) {a['wall']:6.1f} ({a['cpu']:5.1f}) "
             f"{x['start']['wall']:6.1f} {f['wall']:6.1f} ({f['cpu']:4.1f}+{f['server_cpu']:5.1f}) "
-            f"{x['total_s']:7.1f} {x['per_s']:7}  {x['load_before']}-{f['load']}"
+            f"{x['total_s']:7.1f} {x['per_s']:7}  {x['load_before']}-{x['load_after']}"
         )
     print(json.dumps({"data": args.data, "runs": runs}))
 

@@ -65,11 +65,15 @@ def proc_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def ebb_cli(*args: str) -> list[str]:
-    """The ``ebb`` command of the ebb_core this process imports (PYTHONPATH=OLD/src included)."""
+def ebb_cli(*args: str, src: Path | None = None) -> list[str]:
+    """The ``ebb`` command of the ebb_core this process imports (PYTHONPATH=OLD/src included),
+    or of the one in ``src`` (another tree's ``src/``: an A/B of two trees' code)."""
     import sys
 
-    return [sys.executable, "-c", "from ebb_core.cli import main; main()", *args]
+    code = "from ebb_core.cli import main; main()"
+    if src is not None:
+        code = f"import sys; sys.path.insert(0, {str(src)!r}); {code}"
+    return [sys.executable, "-c", code, *args]
 
 
 def status_rss(pid: int | str) -> dict[str, int]:
@@ -95,7 +99,7 @@ def external_rss() -> dict[str, int]:
 class HarnessServer:
     """One benchmark test server in ``state`` (deleted by :meth:`close`)."""
 
-    def __init__(self, state: Path, heap: str, pagecache: str) -> None:
+    def __init__(self, state: Path, heap: str, pagecache: str, admin_heap: str = "") -> None:
         self.state, self.heap, self.pagecache = state, heap, pagecache
         shutil.rmtree(state, ignore_errors=True)
         state.mkdir(parents=True)
@@ -107,7 +111,7 @@ class HarnessServer:
             "EBB_NEO4J_KEEP_DATA": "1",
             "EBB_NEO4J_HEAP": heap,
             "EBB_NEO4J_PAGECACHE": pagecache,
-            "EBB_NEO4J_ADMIN_HEAP": os.environ.get("EBB_NEO4J_ADMIN_HEAP", "2g"),
+            "EBB_NEO4J_ADMIN_HEAP": admin_heap or os.environ.get("EBB_NEO4J_ADMIN_HEAP", "2g"),
         }
         self.env.pop("NEO4J_URI", None)
         self.uri = ""
@@ -137,32 +141,48 @@ class HarnessServer:
         return status_rss(self.pid())
 
     def bulk_load(
-        self, data: Path, files: Path, namespace: str, at: datetime, off_heap: str = "3g"
+        self,
+        data: Path,
+        files: Path,
+        namespace: str,
+        at: datetime,
+        off_heap: str = "3g",
+        src: Path | None = None,
     ) -> dict[str, Any]:
-        """prepare, neo4j-admin, start, finish: the store holds ``data`` in ``namespace``."""
+        """prepare, neo4j-admin, start, finish: the store holds ``data`` in ``namespace`` (``""``:
+        the export's own namespaces); ``src``: prepare and finish with another tree's code."""
         shutil.rmtree(files, ignore_errors=True)
-        prepare = ["neo4j-bulk", "prepare", str(data), str(files), "--into", namespace]
-        prep = measured(ebb_cli(*prepare, "--at", at.isoformat(), "--json"), self.env)
+        prepare = ["neo4j-bulk", "prepare", str(data), str(files), "--at", at.isoformat()]
+        prepare += ["--into", namespace] if namespace else []
+        prep = measured(ebb_cli(*prepare, "--json", src=src), self.env)
         manifest = json.loads(prep["stdout"])
-        admin_cmd = [*manifest["command"][1:], f"--max-off-heap-memory={off_heap}"]
+        admin_cmd = manifest["command"][1:] + (
+            [f"--max-off-heap-memory={off_heap}"] * bool(off_heap)
+        )
         admin = measured(["bash", str(SCRIPT), "admin", *admin_cmd], self.env)
+        (self.state / "admin.log").write_text(admin["stdout"])
         t0 = time.perf_counter()
         self.start()
         start_s = time.perf_counter() - t0
         server0 = proc_cpu(self.pid())
-        fin = measured(ebb_cli("neo4j-bulk", "finish", str(files), "--json"), os.environ.copy())
+        finish = ebb_cli("neo4j-bulk", "finish", str(files), "--json", src=src)
+        fin = measured(finish, os.environ.copy())
         found = json.loads(fin["stdout"])
         shutil.rmtree(files, ignore_errors=True)
         total = prep["wall"] + admin["wall"] + start_s + fin["wall"]
         return {
             "memories": found["memories"],
             "links": found["links"],
+            "audit": found.get("audit"),
             "import_s": total,
             "import_cpu_s": prep["cpu"] + fin["cpu"],  # the client's: prepare and finish
             "import_prepare_s": round(prep["wall"], 2),
             "import_admin_s": round(admin["wall"], 2),
             "import_start_s": round(start_s, 2),
             "import_finish_s": round(fin["wall"], 2),
+            "import_index_s": found.get("index_s"),  # finish's index builds
+            "import_prepare_cpu_s": round(prep["cpu"], 1),
+            "import_finish_cpu_s": round(fin["cpu"], 1),
             "import_admin_cpu_s": round(admin["cpu"], 1),
             "import_server_cpu_s": round(proc_cpu(self.pid()) - server0, 1),  # during finish
             "import_peak_rss_mb": prep["rss_mb"],  # prepare's: the client side of the import
