@@ -51,10 +51,13 @@ def kind(query: str) -> str:
     return next((name for key, name in KINDS if key in text), text[:40])
 
 
-def _timed(owner: Any, name: str, label: Callable[[tuple[Any, ...]], str], log: Log) -> None:
-    """Wrap ``owner.name`` to append ``(label, ms)`` to ``log`` for each outermost call."""
+def _timed(
+    owner: Any, name: str, label: Callable[[tuple[Any, ...]], str], log: Log, depth: list[int]
+) -> None:
+    """Wrap ``owner.name`` to append ``(label, ms)`` to ``log`` for each call made outside
+    the other wrappers sharing ``depth`` (a ``_read`` is logged once, not again as the
+    ``_unit`` it runs in)."""
     real = getattr(owner, name)
-    depth = [0]
 
     def wrapper(self: Any, *a: Any, **k: Any) -> Any:
         depth[0] += 1
@@ -70,11 +73,12 @@ def _timed(owner: Any, name: str, label: Callable[[tuple[Any, ...]], str], log: 
 
 
 def instrument(log: Log) -> None:
-    _timed(neo4j.Session, "begin_transaction", lambda a: "BEGIN", log)
-    _timed(neo4j.Transaction, "commit", lambda a: "COMMIT", log)
-    _timed(Neo4jSession, "_read", lambda a: kind(a[0]), log)
-    _timed(Neo4jSession, "_run", lambda a: kind(a[0]), log)
-    _timed(Neo4jSession, "_unit", lambda a: "write " + getattr(a[0], "__qualname__", "?"), log)
+    _timed(neo4j.Session, "begin_transaction", lambda a: "BEGIN", log, [0])
+    _timed(neo4j.Transaction, "commit", lambda a: "COMMIT", log, [0])
+    store = [0]  # the store's own calls: the outermost one is logged
+    _timed(Neo4jSession, "_read", lambda a: kind(a[0]), log, store)
+    _timed(Neo4jSession, "_run", lambda a: kind(a[0]), log, store)
+    _timed(Neo4jSession, "_unit", lambda a: getattr(a[0], "__qualname__", "?"), log, store)
 
 
 def main() -> None:
