@@ -154,7 +154,9 @@ def _assert_copies_match_table(store: KuzuStore) -> None:
 
     for u, row in store._rows_cache.rows.items():
         got = store._q(
-            f"MATCH (n:Memory {{uid: $u}}) RETURN {_node_ret('n')}, n.recent_links", {"u": u}
+            f"MATCH (n:Memory {{uid: $u}}) OPTIONAL MATCH (l:LinkList {{uid: $u}}) "
+            f"RETURN {_node_ret('n')}, coalesce(l.links, n.recent_links)",  # see kuzu.tables
+            {"u": u},
         )
         assert got, f"cached row {u!r} is not in the table"
         stored = dict(zip(_ROW_KEYS, got[0], strict=True))
@@ -176,7 +178,8 @@ def _assert_copies_match_table(store: KuzuStore) -> None:
             snapshot = cache.base_row(off)
             if snapshot is not None:  # a snapshot row in use must be the stored row
                 got = store._q(
-                    f"MATCH (n:Memory {{uid: $u}}) RETURN {_node_ret('n')}, n.recent_links",
+                    f"MATCH (n:Memory {{uid: $u}}) OPTIONAL MATCH (l:LinkList {{uid: $u}}) "
+                    f"RETURN {_node_ret('n')}, coalesce(l.links, n.recent_links)",
                     {"u": u},
                 )
                 stored = dict(zip(_ROW_KEYS, got[0], strict=True))

@@ -83,16 +83,19 @@ class _RecallCache:
         self.pinned[offsets] = table["p"].to_numpy(zero_copy_only=False)
         self.offset = dict(zip(uids, offsets.tolist(), strict=True))
         self.base = None
+        self.lists: dict[int, str] = {}
         self.pos = np.full(size, -1, np.int64)
         self.fresh = np.zeros(size, np.bool_)
         self.ready = True
 
-    def attach(self, table: Any) -> None:
-        """Take ``table`` (offsets ``o`` and ``_BASE_COLUMNS``, as stored now) as the snapshot."""
+    def attach(self, table: Any, lists: dict[int, str] | None = None) -> None:
+        """Take ``table`` (offsets ``o`` and ``_BASE_COLUMNS``, as stored now) as the snapshot;
+        ``lists``: recent-link lists by offset that override the table's (LinkList's rows)."""
         import numpy as np
 
         offsets = table["o"].to_numpy()
         self.base = table.select(list(_BASE_COLUMNS))
+        self.lists = lists or {}
         self.pos[offsets] = np.arange(len(offsets))
         self.fresh[offsets] = True
 
@@ -110,6 +113,7 @@ class _RecallCache:
         read that needs it takes it again)."""
         if self.base is not None:
             self.base = None
+            self.lists = {}
             self.fresh[:] = False
 
     def base_row(self, o: int) -> dict[str, Any] | None:
@@ -118,6 +122,8 @@ class _RecallCache:
             return None
         i, base = int(self.pos[o]), self.base
         row = {c: base.column(c)[i].as_py() for c in _BASE_COLUMNS}
+        if o in self.lists:
+            row["recent_links"] = self.lists[o]
         row["kind"], row["tier"] = self.kind[o], int(self.tier[o])
         row["key"], row["pinned"] = float(self.key[o]), bool(self.pinned[o])
         return row

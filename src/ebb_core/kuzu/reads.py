@@ -70,12 +70,19 @@ class KuzuReads(KuzuBase):
             ):
                 # This process keeps reading memories (an agent session, not one call):
                 # one scan of the table now is cheaper than ~0.7 ms per read from here on.
+                # a list kept in LinkList overrides the row's (see kuzu.tables)
+                lists = {
+                    cache.offset[u]: links
+                    for u, links in self._q("MATCH (l:LinkList) RETURN l.uid, l.links")
+                    if u in cache.offset
+                }
                 cache.attach(
                     self._arrow(
                         "MATCH (n:Memory) RETURN offset(id(n)) AS o, "
                         + ", ".join(f"n.{c} AS {c}" for c in _BASE_COLUMNS),
                         {},
-                    )
+                    ),
+                    lists,
                 )
             row = cache.base_row(o)
             if row is not None:
@@ -98,9 +105,19 @@ class KuzuReads(KuzuBase):
         if not found:
             return None
         row = dict(zip(_ROW_KEYS, found[0], strict=True))
+        listed = self._listed(u)
+        if listed is not None:
+            row["recent_links"] = listed
         self._row_reads += 1
         self._mirror.row_read(u, row)
         return row
+
+    def _listed(self, u: str) -> str | None:
+        """The list of ``u`` kept in LinkList, which overrides its Memory row's (see
+        ``kuzu.tables``), or None. A primary-key read of its own: ~0.05 ms, where an ``OPTIONAL
+        MATCH`` of it in the row's read added ~0.2 ms (Kùzu 0.11.3, 100k)."""
+        found = self._q("MATCH (l:LinkList {uid: $u}) RETURN l.links", {"u": u})
+        return found[0][0] if found else None
 
     def existing_ids(self, namespace: str, ids: Sequence[str]) -> set[str]:
         wanted = set(ids)

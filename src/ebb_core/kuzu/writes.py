@@ -278,6 +278,10 @@ class KuzuWrites(KuzuBase):
                 params[f"x{k}_u"] = u
             found = (f"({var[u]}:Memory {{uid: ${var[u]}_u}})" for u in existing)
             parts.append("MATCH " + ", ".join(found))
+        # an older memory's new list replaces its LinkList row (see kuzu.tables): the row there
+        # is deleted and a new one created, never SET in place
+        older = [u for u in lists if u not in new_uids]
+        parts += [f"OPTIONAL MATCH (l{var[u]}:LinkList {{uid: ${var[u]}_u}})" for u in older]
         for k, n in enumerate(new_nodes):
             v, u = f"n{k}", uid(n.namespace, n.id)
             var[u] = v
@@ -292,12 +296,13 @@ class KuzuWrites(KuzuBase):
         for node_id, adj in changes.items():
             u = uid(namespace, node_id)
             sets += _change_sets(var[u], adj, self._rows_cache.rows.get(u), params)
-        for u, encoded in lists.items():
-            if u not in new_uids:
-                sets.append(f"{var[u]}.recent_links = ${var[u]}_l")
-                params[f"{var[u]}_l"] = encoded
         if sets:
             parts.append("SET " + ", ".join(sets))
+        if older:
+            parts.append("DELETE " + ", ".join(f"l{var[u]}" for u in older))
+            rows = (f"(:LinkList {{uid: ${var[u]}_u, links: ${var[u]}_l}})" for u in older)
+            parts.append("CREATE " + ", ".join(rows))
+            params.update({f"{var[u]}_l": lists[u] for u in older})
         if new_edges:
             links = []
             for k, e in enumerate(new_edges):
@@ -338,6 +343,12 @@ class KuzuWrites(KuzuBase):
                     "MATCH (n:Memory {uid: $uid})-[:Link]-(m:Memory) SET m.recent_links = NULL",
                     {"uid": uid(namespace, i)},
                 )
+                self._q(
+                    "MATCH (n:Memory {uid: $uid})-[:Link]-(m:Memory) "
+                    "MATCH (l:LinkList {uid: m.uid}) DELETE l",
+                    {"uid": uid(namespace, i)},
+                )
+                self._q("MATCH (l:LinkList {uid: $uid}) DELETE l", {"uid": uid(namespace, i)})
                 self._q("MATCH (n:Memory {uid: $uid}) DETACH DELETE n", {"uid": uid(namespace, i)})
             self.delete_vectors(namespace, ids)
 
