@@ -104,6 +104,14 @@ def test_a_list_changed_again_replaces_its_row_and_a_rollback_keeps_it(
         except RuntimeError:
             pass
         assert "n:log" not in _linked(brain, "n:4")
+        # the recall columns' bits (which memories have a LinkList row) agree with the table
+        brain.recall("lantern keeper", k=5, reinforce=False)
+        brain.remember("one more", kind="note", id="n:more", links=["n:later0", "n:5"])
+        cache = store._cache
+        assert cache.listed is not None
+        apart = {r[0] for r in store._q("MATCH (l:LinkList) RETURN l.uid")}
+        assert {u for u in cache.offset if cache.lists_apart(u)} == apart
+        assert f"t{SEP}n:later0" in apart and f"t{SEP}n:more" not in apart
     (listed,) = _link_list_rows(path, "n:4")
     assert all(f"n:later{i}" in listed for i in range(3)) and "n:5" in listed
     assert "n:log" not in listed

@@ -171,6 +171,9 @@ def _assert_copies_match_table(store: KuzuStore) -> None:
             "MATCH (n:Memory) RETURN offset(id(n)), n.uid, n.kind, n.tier, n.key, n.pinned"
         )
         assert {r[1] for r in rows} == set(cache.offset)
+        if cache.listed is not None:  # which memories have a LinkList row (see kuzu.tables)
+            apart = {r[0] for r in store._q("MATCH (l:LinkList) RETURN l.uid")}
+            assert {u for u in cache.offset if cache.lists_apart(u)} == apart
         for off, u, kind, tier, key, pinned in rows:
             assert cache.uid[off] == u and cache.kind[off] == kind
             assert (int(cache.tier[off]), bool(cache.pinned[off])) == (tier, pinned), u

@@ -142,10 +142,12 @@ class KuzuLinks(KuzuBase):
         else:
             self._q(  # a new row, never one SET in place (see kuzu.tables)
                 "OPTIONAL MATCH (l:LinkList {uid: $u}) DELETE l "
-                "CREATE (:LinkList {uid: $u, links: $l})",
+                "CREATE (:LinkList {uid: $u, links: $l})"
+                if self._lists_apart(u) is not False
+                else "CREATE (:LinkList {uid: $u, links: $l})",
                 {"u": u, "l": encoded},
             )
-        self._mirror.apply(LinksSet({u: encoded}))
+        self._mirror.apply(LinksSet({u: encoded}, () if unset else (u,)))
 
     def get_edge(self, namespace: str, src: str, dst: str, kind: str) -> Edge | None:
         rows = self._q(

@@ -115,9 +115,23 @@ class KuzuReads(KuzuBase):
     def _listed(self, u: str) -> str | None:
         """The list of ``u`` kept in LinkList, which overrides its Memory row's (see
         ``kuzu.tables``), or None. A primary-key read of its own: ~0.05 ms, where an ``OPTIONAL
-        MATCH`` of it in the row's read added ~0.2 ms (Kùzu 0.11.3, 100k)."""
+        MATCH`` of it in the row's read added ~0.2 ms (Kùzu 0.11.3, 100k); none when the
+        recall columns know it has no row."""
+        if self._lists_apart(u) is False:
+            return None
         found = self._q("MATCH (l:LinkList {uid: $u}) RETURN l.links", {"u": u})
         return found[0][0] if found else None
+
+    def _lists_apart(self, u: str) -> bool | None:
+        """Whether ``u`` has a LinkList row, as the recall columns tell once built (their
+        bits are read with one scan of LinkList's uids, and kept by every write); None: not
+        known."""
+        cache = self._cache
+        if not cache.ready:
+            return None
+        if cache.listed is None:
+            self._mirror.listed_read([r[0] for r in self._q("MATCH (l:LinkList) RETURN l.uid")])
+        return cache.lists_apart(u)
 
     def existing_ids(self, namespace: str, ids: Sequence[str]) -> set[str]:
         wanted = set(ids)

@@ -246,7 +246,7 @@ class KuzuWrites(KuzuBase):
                 raise NotFound(f"a memory this change needs is missing from {namespace!r}")
             offsets = [int(o) for o in rows[0][: len(new_uids)]]
             self._mirror.apply(NodesWritten(list(new_uids.values()), offsets, fresh=True))
-            self._mirror.apply(LinksSet(lists))
+            self._mirror.apply(LinksSet(lists, [u for u in lists if u not in new_uids]))
             if mat is not None:  # a rollback drops the copy
                 self._mirror.apply(VectorsWritten(namespace, list(new_uids), mat))
 
@@ -279,9 +279,11 @@ class KuzuWrites(KuzuBase):
             found = (f"({var[u]}:Memory {{uid: ${var[u]}_u}})" for u in existing)
             parts.append("MATCH " + ", ".join(found))
         # an older memory's new list replaces its LinkList row (see kuzu.tables): the row there
-        # is deleted and a new one created, never SET in place
+        # is deleted and a new one created, never SET in place. Looking for a row that the
+        # recall columns know is not there costs ~0.2 ms a memory (Kùzu 0.11.3, 100k).
         older = [u for u in lists if u not in new_uids]
-        parts += [f"OPTIONAL MATCH (l{var[u]}:LinkList {{uid: ${var[u]}_u}})" for u in older]
+        replaced = [u for u in older if self._lists_apart(u) is not False]
+        parts += [f"OPTIONAL MATCH (l{var[u]}:LinkList {{uid: ${var[u]}_u}})" for u in replaced]
         for k, n in enumerate(new_nodes):
             v, u = f"n{k}", uid(n.namespace, n.id)
             var[u] = v
@@ -298,8 +300,9 @@ class KuzuWrites(KuzuBase):
             sets += _change_sets(var[u], adj, self._rows_cache.rows.get(u), params)
         if sets:
             parts.append("SET " + ", ".join(sets))
+        if replaced:
+            parts.append("DELETE " + ", ".join(f"l{var[u]}" for u in replaced))
         if older:
-            parts.append("DELETE " + ", ".join(f"l{var[u]}" for u in older))
             rows = (f"(:LinkList {{uid: ${var[u]}_u, links: ${var[u]}_l}})" for u in older)
             parts.append("CREATE " + ", ".join(rows))
             params.update({f"{var[u]}_l": lists[u] for u in older})
