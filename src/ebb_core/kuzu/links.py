@@ -10,6 +10,7 @@ from typing import Any
 
 from .. import scoring
 from ..clock import to_us
+from ..errors import StorageError
 from ..model import Edge, Tier
 from ..store import (
     SUPERSEDES,
@@ -140,13 +141,13 @@ class KuzuLinks(KuzuBase):
         if unset:
             self._q("MATCH (n:Memory {uid: $u}) SET n.recent_links = $l", {"u": u, "l": encoded})
         else:
-            self._q(  # a new row, never one SET in place (see kuzu.tables)
-                "OPTIONAL MATCH (l:LinkList {uid: $u}) DELETE l "
-                "CREATE (:LinkList {uid: $u, links: $l})"
-                if self._lists_apart(u) is not False
-                else "CREATE (:LinkList {uid: $u, links: $l})",
-                {"u": u, "l": encoded},
-            )
+            apart = self._lists_apart(u)  # a new row, never one SET in place (see kuzu.tables)
+            find = {True: "MATCH", None: "OPTIONAL MATCH"}.get(apart)
+            query = "CREATE (:LinkList {uid: $u, links: $l}) RETURN 1"
+            if find is not None:
+                query = f"{find} (l:LinkList {{uid: $u}}) DELETE l {query}"
+            if len(self._q(query, {"u": u, "l": encoded})) != 1:  # a wrong bit: nothing written
+                raise StorageError(f"the recent-link list of {u!r} was not where it was kept")
         self._mirror.apply(LinksSet({u: encoded}, () if unset else (u,)))
 
     def get_edge(self, namespace: str, src: str, dst: str, kind: str) -> Edge | None:

@@ -272,18 +272,18 @@ class KuzuWrites(KuzuBase):
             for u in dict.fromkeys([*(uid(namespace, i) for i in changes), *ends])
             if u not in new_uids
         ]
-        if existing:  # matched first: if one is missing, nothing at all is written
-            for k, u in enumerate(existing):
-                var[u] = f"x{k}"
-                params[f"x{k}_u"] = u
-            found = (f"({var[u]}:Memory {{uid: ${var[u]}_u}})" for u in existing)
+        # matched first: if one is missing, nothing at all is written
+        for k, u in enumerate(existing):
+            var[u] = f"x{k}"
+            params[f"x{k}_u"] = u
+        older = [u for u in lists if u not in new_uids]  # their lists go to LinkList rows
+        known, unknown = self._list_rows(older)
+        if existing:
+            found = [f"({var[u]}:Memory {{uid: ${var[u]}_u}})" for u in existing]
+            found += [f"(l{var[u]}:LinkList {{uid: ${var[u]}_u}})" for u in known]
             parts.append("MATCH " + ", ".join(found))
-        # an older memory's new list replaces its LinkList row (see kuzu.tables): the row there
-        # is deleted and a new one created, never SET in place. Looking for a row that the
-        # recall columns know is not there costs ~0.2 ms a memory (Kùzu 0.11.3, 100k).
-        older = [u for u in lists if u not in new_uids]
-        replaced = [u for u in older if self._lists_apart(u) is not False]
-        parts += [f"OPTIONAL MATCH (l{var[u]}:LinkList {{uid: ${var[u]}_u}})" for u in replaced]
+        parts += [f"OPTIONAL MATCH (l{var[u]}:LinkList {{uid: ${var[u]}_u}})" for u in unknown]
+        replaced = [*known, *unknown]
         for k, n in enumerate(new_nodes):
             v, u = f"n{k}", uid(n.namespace, n.id)
             var[u] = v
@@ -322,6 +322,18 @@ class KuzuWrites(KuzuBase):
         offsets = [f"offset(id({var[u]}))" for u in new_uids]
         parts.append("RETURN " + ", ".join(offsets or ["1"]))
         return " ".join(parts), params
+
+    def _list_rows(self, older: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Of the stored memories whose lists an event writes: those the recall columns know
+        have a LinkList row, and those not known either way (the rest have none).
+
+        An older memory's new list replaces its LinkList row (see ``kuzu.tables``): the row is
+        deleted and a new one created, never SET in place. The event statement MATCHes a row
+        known to be there (a wrong bit would make it match nothing: the caller's check of its
+        one row raises) and OPTIONAL MATCHes one not known: ~0.5 against ~1.4 ms a remember with
+        two such ends (Kùzu 0.11.3, 100k); a row known not to be there is only created."""
+        apart = {u: self._lists_apart(u) for u in older}
+        return [u for u in older if apart[u]], [u for u in older if apart[u] is None]
 
     def _send_event(self, query: str, params: dict[str, Any], final: bool) -> list[list[Any]]:
         if final and self._depth <= 1 and not self._begun:
