@@ -158,6 +158,13 @@ def test_a_schema_4_store_opens_gains_the_table_and_gives_the_same_answers(
     conn.execute("MATCH (m:Meta {key: 'schema_version'}) SET m.value = '4'")
     conn.close()
     db.close()
+    # read-only, it is read as it is (no LinkList table: every list in its Memory row)
+    store = KuzuStore(path, read_only=True)
+    try:
+        assert _answers(Brain(store, namespace="t", clock=clock)) == before
+        assert "n:log" in _linked(Brain(store, namespace="t", clock=clock), "n:0")
+    finally:
+        store.close()
     with Brain.open(path, namespace="t", clock=clock) as old:
         assert _answers(old) == before
         old.remember("a later note", kind="note", id="n:later", links=["n:4"])

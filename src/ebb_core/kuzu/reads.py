@@ -73,7 +73,7 @@ class KuzuReads(KuzuBase):
                 # a list kept in LinkList overrides the row's (see kuzu.tables)
                 lists = {
                     cache.offset[u]: links
-                    for u, links in self._q("MATCH (l:LinkList) RETURN l.uid, l.links")
+                    for u, links in self._link_list_rows("l.uid, l.links")
                     if u in cache.offset
                 }
                 cache.attach(
@@ -117,10 +117,26 @@ class KuzuReads(KuzuBase):
         ``kuzu.tables``), or None. A primary-key read of its own: ~0.05 ms, where an ``OPTIONAL
         MATCH`` of it in the row's read added ~0.2 ms (Kùzu 0.11.3, 100k); none when the
         recall columns know it has no row."""
-        if self._lists_apart(u) is False:
+        if self._lists_apart(u) is False or not self._has_link_list():
             return None
         found = self._q("MATCH (l:LinkList {uid: $u}) RETURN l.links", {"u": u})
         return found[0][0] if found else None
+
+    #: Whether the LinkList table is there (None: not looked yet). A writing open creates it;
+    #: a store of schema 4 opened read-only (``read_only=True``) has none, and every list of it
+    #: is in its Memory rows.
+    _link_list_there: bool | None = None
+
+    def _has_link_list(self) -> bool:
+        if self._link_list_there is None:
+            self._link_list_there = not self.read_only or any(
+                r[0] == "LinkList" for r in self._rows("CALL show_tables() RETURN name")
+            )
+        return self._link_list_there
+
+    def _link_list_rows(self, columns: str) -> list[list[Any]]:
+        """``columns`` of every LinkList row (none when the store has no such table)."""
+        return self._q(f"MATCH (l:LinkList) RETURN {columns}") if self._has_link_list() else []
 
     def _lists_apart(self, u: str) -> bool | None:
         """Whether ``u`` has a LinkList row, as the recall columns tell once built (their
@@ -130,7 +146,7 @@ class KuzuReads(KuzuBase):
         if not cache.ready:
             return None
         if cache.listed is None:
-            self._mirror.listed_read([r[0] for r in self._q("MATCH (l:LinkList) RETURN l.uid")])
+            self._mirror.listed_read([r[0] for r in self._link_list_rows("l.uid")])
         return cache.lists_apart(u)
 
     def existing_ids(self, namespace: str, ids: Sequence[str]) -> set[str]:
