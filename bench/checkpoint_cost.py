@@ -21,6 +21,9 @@ a timed ``CHECKPOINT`` (wall and this process's CPU). The probes:
 - ``versioned``: ``remember`` plus the old ends' lists as new rows of a side table keyed by
   (uid, version), never updated in place, and the version in an INT64 column of Memory
   (``links_ver``, added to the copy): lists that are never SET.
+- ``replaced``: ``remember`` plus the old ends' lists in the side table ``LinkList(uid, links)``,
+  each one's row deleted and created again (``OPTIONAL MATCH ... DELETE ... CREATE``), never
+  SET: what Ebb writes since schema 5.
 
 Build the store with ``maintain_bench.py --keep`` (it stays unmaintained; the import already
 wrote every memory's recent-link list), then, on a quiet machine:
@@ -45,7 +48,18 @@ from typing import Any
 
 import kuzu
 
-PROBES = ("recent", "reason", "key", "link", "relset", "side", "nulls", "remember", "versioned")
+PROBES = (
+    "recent",
+    "reason",
+    "key",
+    "link",
+    "relset",
+    "side",
+    "nulls",
+    "remember",
+    "versioned",
+    "replaced",
+)
 _LIST = "\x1e".join(f"m:{i:07d}\x1frelated\x1f1\x1f1.25\x1f1760000000000000" for i in range(10))
 
 
@@ -84,10 +98,16 @@ def _writes(conn: Any, probe: str, uids: list[str], rng: random.Random, k: int, 
         elif probe == "nulls":
             for u in (a, b):
                 conn.execute("MATCH (n:Memory {uid: $u}) SET n.recent_links = NULL", {"u": u})
-        elif probe in ("remember", "versioned"):
+        elif probe in ("remember", "versioned", "replaced"):
             new = {"a": a, "b": b, "u": f"probe\x1f{n}:{j}", "t": f"probe {n} {j} harbor lantern"}
-            query = (
-                "MATCH (a:Memory {uid: $a}), (b:Memory {uid: $b}) "
+            query = "MATCH (a:Memory {uid: $a}), (b:Memory {uid: $b}) "
+            if probe == "replaced" and a != b:
+                query += (
+                    "OPTIONAL MATCH (la:LinkList {uid: $a}) OPTIONAL MATCH (lb:LinkList {uid: $b}) "
+                    "DELETE la, lb CREATE (:LinkList {uid: $a, links: $l}), "
+                    "(:LinkList {uid: $b, links: $l}) WITH a, b "
+                )
+            query += (
                 "CREATE (m:Memory {uid: $u, text: $t, recent_links: $l}) "
                 "SET a.key = a.key + 1.0, b.key = b.key + 1.0 "
             )
@@ -115,8 +135,10 @@ def probe_once(store: Path, workdir: Path, probe: str, k: int, rounds: int) -> d
         db = kuzu.Database(str(path), auto_checkpoint=False)
         conn = kuzu.Connection(db)
         uids = [r[0] for r in conn.execute("MATCH (n:Memory) RETURN n.uid").get_all()]
-        if probe == "side":
-            conn.execute("CREATE NODE TABLE LinkList(uid STRING PRIMARY KEY, links STRING)")
+        if probe in ("side", "replaced"):  # a schema-5 store has it
+            conn.execute(
+                "CREATE NODE TABLE IF NOT EXISTS LinkList(uid STRING PRIMARY KEY, links STRING)"
+            )
         if probe == "versioned":
             conn.execute("ALTER TABLE Memory ADD links_ver INT64")
             conn.execute("CREATE NODE TABLE LinkVersion(uv STRING PRIMARY KEY, links STRING)")

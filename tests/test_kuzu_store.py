@@ -154,7 +154,9 @@ def _assert_copies_match_table(store: KuzuStore) -> None:
 
     for u, row in store._rows_cache.rows.items():
         got = store._q(
-            f"MATCH (n:Memory {{uid: $u}}) RETURN {_node_ret('n')}, n.recent_links", {"u": u}
+            f"MATCH (n:Memory {{uid: $u}}) OPTIONAL MATCH (l:LinkList {{uid: $u}}) "
+            f"RETURN {_node_ret('n')}, coalesce(l.links, n.recent_links)",  # see kuzu.tables
+            {"u": u},
         )
         assert got, f"cached row {u!r} is not in the table"
         stored = dict(zip(_ROW_KEYS, got[0], strict=True))
@@ -169,6 +171,9 @@ def _assert_copies_match_table(store: KuzuStore) -> None:
             "MATCH (n:Memory) RETURN offset(id(n)), n.uid, n.kind, n.tier, n.key, n.pinned"
         )
         assert {r[1] for r in rows} == set(cache.offset)
+        if cache.listed is not None:  # which memories have a LinkList row (see kuzu.tables)
+            apart = {r[0] for r in store._q("MATCH (l:LinkList) RETURN l.uid")}
+            assert {u for u in cache.offset if cache.lists_apart(u)} == apart
         for off, u, kind, tier, key, pinned in rows:
             assert cache.uid[off] == u and cache.kind[off] == kind
             assert (int(cache.tier[off]), bool(cache.pinned[off])) == (tier, pinned), u
@@ -176,7 +181,8 @@ def _assert_copies_match_table(store: KuzuStore) -> None:
             snapshot = cache.base_row(off)
             if snapshot is not None:  # a snapshot row in use must be the stored row
                 got = store._q(
-                    f"MATCH (n:Memory {{uid: $u}}) RETURN {_node_ret('n')}, n.recent_links",
+                    f"MATCH (n:Memory {{uid: $u}}) OPTIONAL MATCH (l:LinkList {{uid: $u}}) "
+                    f"RETURN {_node_ret('n')}, coalesce(l.links, n.recent_links)",
                     {"u": u},
                 )
                 stored = dict(zip(_ROW_KEYS, got[0], strict=True))

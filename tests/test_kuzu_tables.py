@@ -12,8 +12,9 @@ from ebb_core.kuzu import tables
 from ebb_core.kuzu.schema import SCHEMA_VERSION
 from ebb_core.kuzu_store import KuzuStore
 
-# The statements of schema version 4, as written out by hand before the column lists. A change
-# here is a new schema: bump SCHEMA_VERSION (an existing store then asks for an export/import).
+# The statements of schema version 4, as written out by hand before the column lists, and the
+# table version 5 added. A change here is a new schema: bump SCHEMA_VERSION (an existing store
+# then needs a migration on open, or asks for an export/import).
 VERSION_4 = [
     (
         "Memory",
@@ -35,18 +36,22 @@ VERSION_4 = [
     ),
     ("Meta", "CREATE NODE TABLE IF NOT EXISTS Meta(key STRING PRIMARY KEY, value STRING)"),
 ]
+VERSION_5 = [
+    *VERSION_4,
+    ("LinkList", "CREATE NODE TABLE IF NOT EXISTS LinkList(uid STRING PRIMARY KEY, links STRING)"),
+]
 
 
-def test_the_generated_statements_are_those_of_schema_version_4() -> None:
-    assert SCHEMA_VERSION == "4"
-    assert list(tables.SCHEMA) == VERSION_4
+def test_the_generated_statements_are_those_of_schema_version_5() -> None:
+    assert SCHEMA_VERSION == "5"
+    assert list(tables.SCHEMA) == VERSION_5
 
 
 def test_a_new_store_has_the_listed_columns_and_arrow_types(tmp_path: Path) -> None:
     store = KuzuStore(tmp_path / "t.kuzu")
     try:
         listed = {"Memory": tables.MEMORY, "Link": tables.LINK}
-        listed |= {"Audit": tables.AUDIT, "Meta": tables.META}
+        listed |= {"Audit": tables.AUDIT, "Meta": tables.META, "LinkList": tables.LINK_LIST}
         for name, columns in listed.items():
             info = store._rows(f"CALL table_info('{name}') RETURN name, type")
             # Kùzu names BOOLEAN "BOOL" in its catalog

@@ -181,6 +181,7 @@ def _room_to_replay(p: Path, report: Report) -> bool:
 def _check_contents(conn: Any, report: Report) -> None:
     """What an opened store holds: the text index loads, the schema and its version, the
     rows of each table can be counted, and the text index covers them."""
+    from .kuzu.schema import MIGRATES_FROM
     from .kuzu_store import FTS_INDEX, INDEX_STATE, SCHEMA_VERSION
 
     try:
@@ -206,10 +207,12 @@ def _check_contents(conn: Any, report: Report) -> None:
         return
     meta = {r[0]: r[1] for r in _rows(conn, "MATCH (m:Meta) RETURN m.key, m.value")}
     version = meta.get("schema_version")
+    older = version in MIGRATES_FROM  # brought up to date by the next writing open
     report.add(
         "schema version",
-        version == SCHEMA_VERSION,
-        f"{version!r} (this Ebb writes {SCHEMA_VERSION!r})",
+        version == SCHEMA_VERSION or older,
+        f"{version!r} (this Ebb writes {SCHEMA_VERSION!r}"
+        + ("; opening it with Ebb adds what it lacks)" if older else ")"),
     )
     for name, query in (
         ("memories", "MATCH (m:Memory) RETURN count(*)"),
@@ -425,6 +428,7 @@ def salvage(src: str | Path, dest: str | Path, report: Report | None = None) -> 
                 tables[name] = result.get_as_arrow(chunk_size=1_000_000)
             except RuntimeError as exc:
                 report.actions.append(f"could not read {name} ({exc}): not salvaged")
+        _apply_link_lists(conn, tables)
         vectors = _read_vectors(conn, report)
     finally:
         conn.close()
@@ -543,3 +547,28 @@ def _swap_in(p: Path, new: Path) -> Path:
             os.replace(log, f"{aside}{suffix}")
     os.replace(new, p)
     return aside
+
+
+def _apply_link_lists(conn: Any, tables: dict[str, Any]) -> None:
+    """Put the recent-link lists kept in LinkList (schema 5, see ``kuzu.tables``) into the
+    salvaged Memory rows, whose own lists they override; a store without the table (schema 4)
+    or whose table cannot be read keeps the rows' lists (a stale list is only a short one)."""
+    memory = tables.get("Memory")
+    if memory is None or not memory.num_rows:
+        return
+    try:
+        result = conn.execute("MATCH (l:LinkList) RETURN l.uid, l.links")
+        assert not isinstance(result, list)
+        rows = result.get_all()
+    except RuntimeError:
+        return
+    if not rows:
+        return
+    import pyarrow as pa
+
+    override = {u: links for u, links in rows}
+    uids = memory.column(0).to_pylist()
+    lists = memory.column(memory.num_columns - 1).to_pylist()
+    merged = [override.get(u, old) for u, old in zip(uids, lists, strict=True)]
+    last = memory.num_columns - 1
+    tables["Memory"] = memory.set_column(last, memory.field(last), pa.array(merged, pa.string()))

@@ -384,6 +384,9 @@ class KuzuBulk(KuzuBase):
             {"u": "uid"},
             solo=solo,
         )
+        self._load(  # and the lists kept for them in LinkList (see kuzu.tables)
+            "MATCH (l:LinkList {uid: u}) DELETE l", {"u": sorted(older)}, {"u": "uid"}, solo=solo
+        )
 
     def _create_rows(self, table: Any) -> None:
         """Insert an Arrow table of Memory rows with one parameterised CREATE each."""

@@ -45,6 +45,8 @@ class _RecallCache:
         self.base: Any = None  # Arrow table of the other columns, one row per offset in `pos`
         self.pos: Any = None
         self.fresh: Any = None
+        # which memories have a LinkList row (see kuzu.tables), by offset; None: not read yet
+        self.listed: Any = None
 
     def ns_code(self, namespace: str) -> int:
         return self._ns_codes.setdefault(namespace, len(self._ns_codes))
@@ -83,16 +85,20 @@ class _RecallCache:
         self.pinned[offsets] = table["p"].to_numpy(zero_copy_only=False)
         self.offset = dict(zip(uids, offsets.tolist(), strict=True))
         self.base = None
+        self.lists: dict[int, str] = {}
         self.pos = np.full(size, -1, np.int64)
         self.fresh = np.zeros(size, np.bool_)
+        self.listed = None
         self.ready = True
 
-    def attach(self, table: Any) -> None:
-        """Take ``table`` (offsets ``o`` and ``_BASE_COLUMNS``, as stored now) as the snapshot."""
+    def attach(self, table: Any, lists: dict[int, str] | None = None) -> None:
+        """Take ``table`` (offsets ``o`` and ``_BASE_COLUMNS``, as stored now) as the snapshot;
+        ``lists``: recent-link lists by offset that override the table's (LinkList's rows)."""
         import numpy as np
 
         offsets = table["o"].to_numpy()
         self.base = table.select(list(_BASE_COLUMNS))
+        self.lists = lists or {}
         self.pos[offsets] = np.arange(len(offsets))
         self.fresh[offsets] = True
 
@@ -110,6 +116,7 @@ class _RecallCache:
         read that needs it takes it again)."""
         if self.base is not None:
             self.base = None
+            self.lists = {}
             self.fresh[:] = False
 
     def base_row(self, o: int) -> dict[str, Any] | None:
@@ -118,9 +125,41 @@ class _RecallCache:
             return None
         i, base = int(self.pos[o]), self.base
         row = {c: base.column(c)[i].as_py() for c in _BASE_COLUMNS}
+        if o in self.lists:
+            row["recent_links"] = self.lists[o]
         row["kind"], row["tier"] = self.kind[o], int(self.tier[o])
         row["key"], row["pinned"] = float(self.key[o]), bool(self.pinned[o])
         return row
+
+    def take_listed(self, uids: list[str]) -> None:
+        """Take the uids of every LinkList row (read from the table) as the ``listed`` bits."""
+        import numpy as np
+
+        self.listed = np.zeros(len(self.uid), np.bool_)
+        at = [self.offset.get(u, -1) for u in uids]
+        self.listed[[o for o in at if o >= 0]] = True
+
+    def lists_apart(self, u: str) -> bool | None:
+        """Whether ``u`` has a LinkList row, if the bits tell (None: they do not)."""
+        o = self.offset.get(u) if self.listed is not None else None
+        if o is None:
+            return None
+        return bool(self.listed[o]) if o < len(self.listed) else False
+
+    def listed_now(self, u: str, apart: bool) -> None:
+        """A write gave ``u`` a LinkList row (``apart``) or left it none."""
+        if self.listed is None:
+            return
+        o = self.offset.get(u)
+        if o is None:
+            self.listed = None  # a memory the offsets do not know: read the bits again
+            return
+        if o >= len(self.listed):
+            import numpy as np
+
+            grow = np.zeros(o + 1 - len(self.listed), np.bool_)
+            self.listed = np.concatenate([self.listed, grow])
+        self.listed[o] = apart
 
     def touched(self, u: str) -> None:
         """A write changed the row of ``u``: its snapshot row is no longer the stored one."""

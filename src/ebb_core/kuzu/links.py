@@ -10,6 +10,7 @@ from typing import Any
 
 from .. import scoring
 from ..clock import to_us
+from ..errors import StorageError
 from ..model import Edge, Tier
 from ..store import (
     SUPERSEDES,
@@ -127,12 +128,27 @@ class KuzuLinks(KuzuBase):
         row = self._rows_cache.get(u)
         if row is not None:
             return row["recent_links"]  # type: ignore[no-any-return]
+        listed = self._listed(u)
+        if listed is not None:
+            return listed
         rows = self._q("MATCH (n:Memory {uid: $u}) RETURN n.recent_links", {"u": u})
         return rows[0][0] if rows else None
 
-    def _set_recent_links(self, u: str, encoded: str) -> None:
-        self._q("MATCH (n:Memory {uid: $u}) SET n.recent_links = $l", {"u": u, "l": encoded})
-        self._mirror.apply(LinksSet({u: encoded}))
+    def _set_recent_links(self, u: str, encoded: str, *, unset: bool = False) -> None:
+        """Write the list of ``u``, a stored memory: into LinkList (see ``kuzu.tables``), or,
+        for a list that was unset (then no LinkList row is there), into its Memory row, as
+        maintain does, so that a LinkList row always stands for a set list."""
+        if unset:
+            self._q("MATCH (n:Memory {uid: $u}) SET n.recent_links = $l", {"u": u, "l": encoded})
+        else:
+            apart = self._lists_apart(u)  # a new row, never one SET in place (see kuzu.tables)
+            find = {True: "MATCH", None: "OPTIONAL MATCH"}.get(apart)
+            query = "CREATE (:LinkList {uid: $u, links: $l}) RETURN 1"
+            if find is not None:
+                query = f"{find} (l:LinkList {{uid: $u}}) DELETE l {query}"
+            if len(self._q(query, {"u": u, "l": encoded})) != 1:  # a wrong bit: nothing written
+                raise StorageError(f"the recent-link list of {u!r} was not where it was kept")
+        self._mirror.apply(LinksSet({u: encoded}, () if unset else (u,)))
 
     def get_edge(self, namespace: str, src: str, dst: str, kind: str) -> Edge | None:
         rows = self._q(
@@ -200,7 +216,7 @@ class KuzuLinks(KuzuBase):
                 )
             ]
         links = sorted(links, key=lambda x: -x[4])[:RECENT_LINKS]
-        self._set_recent_links(u, _encode_links(links))
+        self._set_recent_links(u, _encode_links(links), unset=True)
         return links
 
     def incident(self, namespace: str, ids: Sequence[str]) -> list[Incident]:

@@ -28,7 +28,7 @@ difference between the two runs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -74,9 +74,11 @@ class FieldsSet:
 
 @dataclass(frozen=True)
 class LinksSet:
-    """Memories' encoded recent-link lists set (by uid)."""
+    """Memories' encoded recent-link lists set (by uid); those of ``apart`` into LinkList rows
+    (see ``kuzu.tables``), the others into their Memory rows."""
 
     lists: Mapping[str, str]
+    apart: Collection[str] = ()
 
 
 @dataclass(frozen=True)
@@ -177,6 +179,11 @@ class Mirror:
         if self.enabled:
             self.meta[key] = value
 
+    def listed_read(self, uids: list[str]) -> None:
+        """The uids of every LinkList row: the recall columns keep which memories have one."""
+        if self.enabled and self.recall.ready:
+            self.recall.take_listed(uids)
+
     def supersedes_read(self, found: dict[str, list[str]]) -> None:
         if self.enabled:
             self.supersedes = found
@@ -218,6 +225,8 @@ class Mirror:
         elif isinstance(change, LinksSet):
             for u, encoded in change.lists.items():
                 self.recall.touched(u)
+                if self.recall.ready:
+                    self.recall.listed_now(u, u in change.apart)
                 row = self.rows.get(u)
                 if row is not None:
                     row["recent_links"] = encoded

@@ -21,7 +21,9 @@ from .queries import (
 )
 from .tables import SCHEMA
 
-SCHEMA_VERSION = "4"  # of the tables in kuzu.tables: a changed CREATE statement is a new one
+SCHEMA_VERSION = "5"  # of the tables in kuzu.tables: a changed CREATE statement is a new one
+#: Versions an open brings up to this one by creating the tables they lack (4: no LinkList).
+MIGRATES_FROM = ("4",)
 STOPWORDS_TABLE = "default_english_stopwords"
 STOPWORDS = 570  # rows of Kùzu 0.11.3's default English stop-word table
 
@@ -45,6 +47,9 @@ class KuzuSchema(KuzuBase):
             ):
                 # A new store, or one whose creation was killed before its version was written
                 # (each DDL statement commits on its own): it holds no memory yet.
+                self.set_meta("schema_version", SCHEMA_VERSION)
+                version = SCHEMA_VERSION
+            if version in MIGRATES_FROM:  # the missing tables were created above
                 self.set_meta("schema_version", SCHEMA_VERSION)
                 version = SCHEMA_VERSION
             if version != SCHEMA_VERSION:

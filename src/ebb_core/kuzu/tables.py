@@ -72,6 +72,18 @@ AUDIT = (
     _col("payload", "STRING"),
 )
 META = (_col("key", "STRING"), _col("value", "STRING"))
+#: LinkList: the recent-link lists of memories that changed after their row was written (the
+#: list of a new memory is written with its row, in ``Memory.recent_links``). A row here
+#: overrides ``Memory.recent_links`` and never holds NULL (unsetting a list deletes its row).
+#: Kùzu 0.11.3 rewrites a node group's whole ``recent_links`` chunk (131,072 rows of lists) at
+#: the next checkpoint once one of its rows is SET: ~0.9 s of CPU per node group touched at
+#: 1M, which made a remember stall 16.6 s and bench_core's "maintain again" pay ~5-7 s
+#: (bench/checkpoint_cost.py). A row here is never SET either: a new list deletes the row and
+#: creates another (appended; Kùzu 0.11.3 does not reuse a deleted row's space). SET in place,
+#: a small table's long strings filled the buffer pool (a copy of the chunk held per commit
+#: until the next checkpoint) and its checkpoints grew (300k rows, 400 SETs: 1.4-3.4 s); deleted
+#: and created, 0.03-0.10 s (docs/benchmarks.md, "What a checkpoint costs").
+LINK_LIST = (_col("uid", "STRING"), _col("links", "STRING"))
 
 if tuple(c.name for c in MEMORY) != ("uid", *NODE_PROPERTIES, "recent_links"):
     raise RuntimeError("kuzu.tables.MEMORY does not match records.NODE_PROPERTIES")
@@ -97,6 +109,7 @@ SCHEMA = (
     ("Link", _rel_ddl("Link", "FROM Memory TO Memory", LINK)),
     ("Audit", _node_ddl("Audit", AUDIT)),
     ("Meta", _node_ddl("Meta", META)),
+    ("LinkList", _node_ddl("LinkList", LINK_LIST)),
 )
 
 #: The Memory table's column names, in order.
