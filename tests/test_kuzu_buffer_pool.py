@@ -45,3 +45,58 @@ def test_a_bad_value_is_refused_by_name_and_nothing_is_created(
     with pytest.raises(InvalidInput, match="EBB_MEMORY_BUDGET"):
         Brain.open(tmp_path / "s.kuzu", backend="kuzu")
     assert not (tmp_path / "s.kuzu").exists()
+
+
+def _wal(brain: Brain) -> int:
+    try:
+        return os.path.getsize(brain.store.location + ".wal")
+    except OSError:
+        return 0
+
+
+def test_a_wal_of_updates_alone_is_folded_in_early_and_created_rows_wait(
+    tmp_path: Path,
+) -> None:
+    """Kùzu keeps every committed update in memory until a checkpoint (~600 times its WAL
+    record): reinforcing recalls are checkpointed from 128 KiB of WAL, not Kùzu's 16 MiB, and
+    the store does not hold them; a WAL with created memories waits (such a checkpoint costs
+    much more), until a checkpoint has folded them in."""
+    from ebb_core.kuzu.engine import _UPDATES_WAL
+
+    with Brain.open(tmp_path / "s.kuzu", backend="kuzu", namespace="p") as brain:
+        for i in range(300):  # ~0.6 KB of WAL each: past the updates' threshold, kept
+            brain.remember(f"lantern harbour note {i} about tide {i % 7}", id=f"n{i}")
+        assert _wal(brain) > _UPDATES_WAL
+        brain.store._maybe_checkpoint(force=True)  # type: ignore[attr-defined]
+        assert _wal(brain) == 0
+        seen, grown = [], 0
+        for i in range(400):
+            before = _wal(brain)
+            assert brain.recall(f"tide {i % 7} lantern", k=5)
+            seen.append(_wal(brain))
+            grown += max(0, seen[-1] - before)
+        assert grown > 2 * _UPDATES_WAL  # the recalls wrote more than the threshold ...
+        assert max(seen) < _UPDATES_WAL + (64 << 10)  # ... and none stayed in the WAL past it
+        assert brain.store._reshaped is False  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("statement", "reshapes"),
+    [
+        ("CREATE (:Audit {uid: $uid, ns: $ns})", False),
+        ("LOAD FROM $t CREATE (:Audit {`uid`: `uid`})", False),
+        ("COPY Audit FROM $t", False),
+        ("MERGE (m:Meta {key: $k}) SET m.value = $v", False),
+        ("MATCH (m:Meta {key: $k}) DELETE m", False),
+        ("MATCH (n:Memory {uid: $u}) SET n.key = n.key + $d", False),
+        ("MATCH (x0:Memory {uid: $u}) CREATE (n0:Memory {uid: $n})", True),
+        ("MATCH (a:Memory {uid: `a`}) MATCH (b:Memory {uid: `b`}) CREATE (a)-[:Link]->(b)", True),
+        ("MATCH (n:Memory {uid: $uid}) DETACH DELETE n", True),
+        ("COPY Memory FROM '/tmp/rows.parquet'", True),
+        ("CALL CREATE_FTS_INDEX('Memory', 'memory_text', ['text'])", True),
+    ],
+)
+def test_what_counts_as_creating_or_deleting_rows(statement: str, reshapes: bool) -> None:
+    from ebb_core.kuzu.engine import _reshapes
+
+    assert _reshapes(statement) is reshapes
