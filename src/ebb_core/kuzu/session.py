@@ -556,6 +556,10 @@ class KuzuSession(KuzuFiles):
                 # Everything committed before is on disk; the engine is left to process exit.
                 _ABANDONED.append((self._conn, self._db))
                 return
+            # The copies go first: Kùzu checkpoints the WAL as it closes, which needs memory
+            # (a 1M store's peak RSS was reached there, with the copies still held).
+            self._mirror.release()
+            _release_arrow_memory()
             self._conn.close()
             self._db.close()
 
