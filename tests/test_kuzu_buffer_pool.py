@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,3 +101,30 @@ def test_what_counts_as_creating_or_deleting_rows(statement: str, reshapes: bool
     from ebb_core.kuzu.engine import _reshapes
 
     assert _reshapes(statement) is reshapes
+
+
+def test_an_import_is_folded_in_and_closing_lets_go_of_the_copies(tmp_path: Path) -> None:
+    """An import ends with a checkpoint (its rows would keep the recalls after it from being
+    checkpointed early), and closing drops the in-process copies before Kùzu's own closing
+    checkpoint."""
+    import io
+
+    with Brain.open(tmp_path / "s.kuzu", backend="kuzu", namespace="p") as brain:
+        small = brain.scoped("small")
+        for i in range(20):
+            small.remember(f"pebble cove note {i}", id=f"s{i}")
+        data = io.StringIO()
+        small.export(data)
+        for i in range(300):
+            brain.remember(f"lantern harbour note {i} about tide {i % 7}", id=f"n{i}")
+        store: Any = brain.store
+        assert store._reshaped and _wal(brain) > 0
+        assert brain.import_(io.StringIO(data.getvalue()), namespace="q")["nodes"] == 20
+        assert _wal(brain) == 0 and not store._reshaped
+        assert brain.recall("lantern tide", k=5) and brain.scoped("q").recall("pebble", k=5)
+        assert store._mirror.recall.ready and store._mirror.rows.rows
+    mirror = store._mirror
+    assert not mirror.recall.ready and mirror.recall.uid == [] and mirror.recall.ns is None
+    assert not mirror.rows.rows and mirror.text is None
+    with Brain.open(tmp_path / "s.kuzu", backend="kuzu", namespace="q") as brain:
+        assert brain.stats().nodes == 20 and brain.recall("pebble", k=5)
