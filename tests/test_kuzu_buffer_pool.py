@@ -128,3 +128,37 @@ def test_an_import_is_folded_in_and_closing_lets_go_of_the_copies(tmp_path: Path
     assert not mirror.rows.rows and mirror.text is None
     with Brain.open(tmp_path / "s.kuzu", backend="kuzu", namespace="q") as brain:
         assert brain.stats().nodes == 20 and brain.recall("pebble", k=5)
+
+
+def _word(i: int) -> str:
+    return "z" + "".join(chr(97 + (i // 26**k) % 26) for k in range(3))
+
+
+def test_taking_the_snapshot_and_the_text_copy_hand_freed_memory_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What Kùzu's result (the row snapshot's) and the index's tables as read took is handed
+    back to the system once the copy is made, not left in the C library's heap."""
+    from ebb_core.kuzu import reads
+    from ebb_core.kuzu.queries import _release_arrow_memory as real
+
+    seen: list[tuple[bool, bool]] = []
+
+    def release() -> None:  # the real release, noted with what was held when it ran
+        mirror = store._mirror
+        seen.append((mirror.recall.base is not None, mirror.text is not None))
+        real()
+
+    db = tmp_path / "s.kuzu"
+    with Brain.open(db, backend="kuzu", namespace="p") as brain:
+        for i in range(400):
+            brain.remember(f"lantern harbour note about {_word(i)} and {_word(i // 4)}", id=f"n{i}")
+    monkeypatch.setattr(reads, "_release_arrow_memory", release)
+    with Brain.open(db, backend="kuzu", namespace="p") as brain:  # no row read yet
+        store: Any = brain.store
+        for i in range(100):  # different memories each time: read from the table, then not
+            assert brain.recall(_word(i), k=10)
+        mirror = store._mirror
+        assert mirror.recall.base is not None and mirror.text is not None  # both taken
+    assert (False, False) in seen  # the text copy's tables, before the copy is kept
+    assert any(snapshot for snapshot, _ in seen)  # Kùzu's result, once the snapshot is kept

@@ -49,13 +49,17 @@ def memory_budget_from_env() -> int:
 
     Outside those shares, Kùzu 0.11.3 keeps what every committed update changed in memory
     until the next checkpoint, at ~600 times its WAL record: a recall's reinforcement holds
-    ~0.5 MB that way at any store size (measured at 100k memories: 24 MB more every 50
-    recalls, freed by a checkpoint), which with Kùzu's 16 MiB checkpoint threshold added up
-    to ~0.3 GB over bench_core's 610 recalls. So a WAL of updates alone is checkpointed from
-    ``_UPDATES_WAL`` (128 KiB: ~160 recalls, ~80 MB held at most; ~20 ms at 100k). One with
-    memories, links or vectors created or deleted waits for the 16 MiB: such a checkpoint
-    rewrites the full-text index's and the links' tables around them (~1-2 s at 100k, and the
-    file grows ~0.1 GB a time), too costly every few hundred remembers.
+    ~0.5 MB that way at any store size (at 100k memories: 24 MB more every 50 recalls, freed
+    by a checkpoint; at 1M, bench_core's 610 recalls left 0.24 GB more of the C heap in use
+    with Kùzu's 16 MiB threshold). So a WAL of updates alone is checkpointed from
+    ``_UPDATES_WAL`` (128 KiB: ~160 recalls, ~80 MB held at most; ~20 ms at 100k), and an
+    import ends with a checkpoint. A WAL with memories, links or vectors created or deleted
+    since the last checkpoint waits for the 16 MiB: such a checkpoint rewrites the tables
+    around them (~1-2 s at 100k, seconds at 1M: docs/benchmarks.md), too costly every few
+    hundred remembers, so remembers hold ~0.7 MB each until then. Closing drops the copies
+    before Kùzu's closing checkpoint, and the C heap is handed back to the system after
+    the row snapshot is taken and the text copy built (what Kùzu's result and the index's
+    tables as read had taken stayed resident otherwise).
     """
     raw = os.environ.get("EBB_MEMORY_BUDGET", "").strip()
     return parse_memory_budget(raw) if raw else DEFAULT_MEMORY_BUDGET
