@@ -45,6 +45,7 @@ class KuzuBase(GraphStore):
         _closed: bool
         _held: int
         _wal_failed: bool
+        _reshaped: bool
         _row_reads: int
         _snapshot: bool
         _text_skip: bool

@@ -141,7 +141,10 @@ class KuzuBulk(KuzuBase):
                 # itself is the one to report.
                 if not failed:
                     raise
-        self._maybe_checkpoint()
+        # The load's rows folded in now, not at the next 16 MiB of WAL, so that the updates
+        # after it (recalls) are checkpointed early again (see _maybe_checkpoint): the same
+        # checkpoint a closing store would make. Not inside a caller's unit of work.
+        self._maybe_checkpoint(force=not failed and not self._depth)
         if rebuild:
             _release_arrow_memory()  # what the index build freed
 

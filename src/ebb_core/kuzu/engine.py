@@ -46,6 +46,20 @@ def memory_budget_from_env() -> int:
     bytes a posting) only while it fits in an eighth. Past that recall reads the rows it
     needs from the table, one primary-key read each (~0.3 ms): the store works at any size,
     only slower.
+
+    Outside those shares, Kùzu 0.11.3 keeps what every committed update changed in memory
+    until the next checkpoint, at ~600 times its WAL record: a recall's reinforcement holds
+    ~0.5 MB that way at any store size (at 100k memories: 24 MB more every 50 recalls, freed
+    by a checkpoint; at 1M, bench_core's 610 recalls left 0.24 GB more of the C heap in use
+    with Kùzu's 16 MiB threshold). So a WAL of updates alone is checkpointed from
+    ``_UPDATES_WAL`` (128 KiB: ~160 recalls, ~80 MB held at most; ~20 ms at 100k), and an
+    import ends with a checkpoint. A WAL with memories, links or vectors created or deleted
+    since the last checkpoint waits for the 16 MiB: such a checkpoint rewrites the tables
+    around them (~1-2 s at 100k, seconds at 1M: docs/benchmarks.md), too costly every few
+    hundred remembers, so remembers hold ~0.7 MB each until then. Closing drops the copies
+    before Kùzu's closing checkpoint, and the C heap is handed back to the system after
+    the row snapshot is taken and the text copy built (what Kùzu's result and the index's
+    tables as read had taken stayed resident otherwise).
     """
     raw = os.environ.get("EBB_MEMORY_BUDGET", "").strip()
     return parse_memory_budget(raw) if raw else DEFAULT_MEMORY_BUDGET
@@ -60,6 +74,7 @@ def _buffer_pool(budget: int) -> int:
 
 _PREPARED_MAX = 512  # prepared statements kept (one per query text)
 _CHECKPOINT_WAL = 16 << 20  # WAL bytes that trigger a checkpoint (Kùzu's default threshold)
+_UPDATES_WAL = 128 << 10  # ... when the WAL holds updates alone (see KuzuSession._maybe_checkpoint)
 _ROOM = 4 << 20  # free bytes every write keeps in hand beyond its WAL's checkpoint
 _ABANDONED: list[Any] = []  # engines not closed after a failed WAL append (see close)
 _OPEN: weakref.WeakSet[Any] = weakref.WeakSet()  # stores open in this process (see open_stores)
@@ -193,6 +208,21 @@ def storage_error(exc: BaseException, path: str, doing: str = "") -> StorageErro
 
 _READ_START = re.compile(r"\s*(MATCH|UNWIND|CALL QUERY_FTS_INDEX|CALL show_)", re.IGNORECASE)
 _WRITE_WORD = re.compile(r"\b(CREATE|MERGE|SET|DELETE|DETACH|REMOVE|COPY|LOAD|DROP|ALTER)\b", re.I)
+_RESHAPE_WORD = re.compile(r"\b(CREATE|MERGE|DELETE|COPY|DROP|ALTER)(\b|_)", re.I)
+_TABLE_NAMED = re.compile(r"(?:[(\[]\s*\w*\s*:|\bCOPY\s)\s*`?(\w+)", re.I)  # (x:T [:T COPY T
+_LOG_TABLES = frozenset(("Audit", "Meta"))  # rows no other table's structure depends on
+
+
+@functools.lru_cache(maxsize=_PREPARED_MAX)
+def _reshapes(query: str) -> bool:
+    """Whether statement ``query`` (one of this package's, never user text) may create or
+    delete memories, links or vectors, or tables or indexes, not only set values or add
+    audit and metadata rows: what makes the next checkpoint costly (see
+    ``KuzuSession._maybe_checkpoint``). A statement that names no table counts."""
+    if _RESHAPE_WORD.search(query) is None:
+        return False
+    tables = set(_TABLE_NAMED.findall(query))
+    return not tables or not tables <= _LOG_TABLES
 
 
 @functools.lru_cache(maxsize=_PREPARED_MAX)
@@ -201,6 +231,21 @@ def _reads_only(query: str) -> bool:
     starts with MATCH, UNWIND or a read-only CALL and has no writing clause. Anything else
     counts as a write (and opens the transaction)."""
     return bool(_READ_START.match(query)) and not _WRITE_WORD.search(query)
+
+
+def _writes(query: str) -> bool:
+    """Whether statement ``query`` (one of this package's, never user text) may write: a
+    writing clause, a transaction or checkpoint, or a procedure that creates or drops. Loading
+    an extension and the session's own switches do not."""
+    head = query.lstrip().upper()
+    if head.startswith(("LOAD EXTENSION", "CALL ENABLE_INTERNAL_CATALOG")):
+        return False
+    return (
+        head.startswith(("BEGIN", "COMMIT", "ROLLBACK", "CHECKPOINT"))
+        or "CREATE_" in head
+        or "DROP_" in head
+        or _WRITE_WORD.search(query) is not None
+    )
 
 
 def _all(result: Any) -> list[list[Any]]:

@@ -212,6 +212,12 @@ class Mirror:
         self.text = None
         self.vectors = {}
 
+    def release(self) -> None:
+        """Drop every copy and let go of what it holds (closing): :meth:`invalidate` keeps
+        the recall columns' arrays until they are built again."""
+        self.invalidate()
+        self.recall = _RecallCache()
+
     def apply(self, change: Change) -> None:
         """Make the copies follow ``change``, a write this process sends to the table."""
         if not self.enabled:

@@ -24,6 +24,7 @@ from .queries import (
     SEP,
     _edge_from,
     _node_ret,
+    _release_arrow_memory,
     _row_to_node,
     uid,
 )
@@ -84,6 +85,7 @@ class KuzuReads(KuzuBase):
                     ),
                     lists,
                 )
+                _release_arrow_memory()  # Kùzu's result, as large as the snapshot, is freed
             row = cache.base_row(o)
             if row is not None:
                 self._mirror.row_read(u, row)
@@ -203,6 +205,7 @@ class KuzuReads(KuzuBase):
                 raise storage_error(exc, self._path) from None
             finally:
                 self._exec("CALL enable_internal_catalog=false")
+            _release_arrow_memory()  # the index's tables as read, ~3 times the copy
             self._mirror.text_read(index)
             self._text_skip = self._text is None
         return self._text

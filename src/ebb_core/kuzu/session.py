@@ -24,10 +24,12 @@ from .engine import (
     _OPEN,
     _PREPARED_MAX,
     _ROOM,
-    _WRITE_WORD,
+    _UPDATES_WAL,
     _all,
     _reads_only,
+    _reshapes,
     _room_for,
+    _writes,
     storage_error,
 )
 from .queries import (
@@ -229,6 +231,8 @@ class KuzuSession(KuzuFiles):
         """Run a prepared ``query``; ``solo``: as its own auto-committed transaction."""
         if self.read_only and _writes(query):
             self._refuse_write()
+        if _reshapes(query):
+            self._reshaped = True
         stmt = self._prepared.get(query)
         if stmt is None:
             # kuzu 0.11 (its final release) deprecates prepare(); prepared statements are faster.
@@ -295,8 +299,11 @@ class KuzuSession(KuzuFiles):
                         "MATCH (m:Meta {key: $k}) DELETE m", {"k": self._import_marker}
                     )
                     self._import_marker = None
-        if self.read_only and isinstance(query, str) and _writes(query):
-            self._refuse_write()
+        if isinstance(query, str):
+            if self.read_only and _writes(query):
+                self._refuse_write()
+            if _reshapes(query):
+                self._reshaped = True
         if self._rescored and not read and (not isinstance(query, str) or _writes(query)):
             self._clear_rescored()  # a write: scores may change (see kuzu.rescored)
         if params:
@@ -307,6 +314,7 @@ class KuzuSession(KuzuFiles):
             raise self._failed(exc) from None
 
     def _exec_params(self, query: str, params: Mapping[str, Any]) -> None:
+        self._reshaped = self._reshaped or _reshapes(query)
         try:
             self._conn.execute(query, dict(params))
         except RuntimeError as exc:
@@ -382,10 +390,13 @@ class KuzuSession(KuzuFiles):
     def _exec(self, query: str) -> None:
         if self.read_only and _writes(query):
             self._refuse_write()
+        self._reshaped = self._reshaped or _reshapes(query)
         try:
             self._conn.execute(query)
         except RuntimeError as exc:
             raise self._failed(exc) from None
+        if query == "CHECKPOINT":
+            self._reshaped = False  # the WAL is folded into the file: nothing of it pending
 
     def _rows(self, query: str) -> list[list[Any]]:
         result = self._run(query)
@@ -486,7 +497,10 @@ class KuzuSession(KuzuFiles):
                 self._copy(name, pa.concat_tables(tables), may_roll_back=safe)
 
     def _maybe_checkpoint(self, force: bool = False) -> None:
-        """Checkpoint once the WAL passes Kùzu's usual threshold (auto-checkpoints are off)...
+        """Checkpoint once the WAL passes Kùzu's usual threshold (auto-checkpoints are off), or
+        ``_UPDATES_WAL`` while it holds updates alone (``_reshaped`` false: no memory, link,
+        vector or table created or deleted since the last checkpoint), whose in-memory copies
+        Kùzu keeps till then (see ``engine.memory_budget_from_env``)...
 
         With Kùzu's own auto-checkpoint, a checkpoint that fails (a full disk) raised from the
         write that triggered it although that write had committed: a stored memory reported
@@ -495,14 +509,16 @@ class KuzuSession(KuzuFiles):
         """
         try:
             size = os.stat(self._path + ".wal").st_size
-        except OSError:
+        except OSError:  # none: nothing is pending (Kùzu checkpoints a large COPY itself)
+            self._reshaped = False
             return
-        if size < _ROOM // 4 and not force:  # too little to be worth one, whatever the room
+        limit = _CHECKPOINT_WAL if self._reshaped else _UPDATES_WAL
+        if size < min(limit, _ROOM // 4) and not force:  # too little to be worth one
             return
         free, need = self._room()
         # ... and sooner when room runs low, so that what a write must keep free (see _room)
         # shrinks back; never without the room the checkpoint itself needs.
-        if size and (force or size >= _CHECKPOINT_WAL or free < 2 * need) and free >= need:
+        if size and (force or size >= limit or free < 2 * need) and free >= need:
             with suppress(StorageError):
                 self._exec("CHECKPOINT")
 
@@ -540,6 +556,10 @@ class KuzuSession(KuzuFiles):
                 # Everything committed before is on disk; the engine is left to process exit.
                 _ABANDONED.append((self._conn, self._db))
                 return
+            # The copies go first: Kùzu checkpoints the WAL as it closes, which needs memory
+            # (a 1M store's peak RSS was reached there, with the copies still held).
+            self._mirror.release()
+            _release_arrow_memory()
             self._conn.close()
             self._db.close()
 
@@ -572,18 +592,3 @@ def _let_interrupts_go(gate: Any, *, raise_held: bool) -> None:
 _ARROW_ROWS = 1 << 21  # rows per chunk of an Arrow result (see KuzuSession._arrow)
 _COPY_VIA_FILE = 200_000  # rows from which a bulk load goes through a Parquet file
 _HELD_MAX = 64 << 20  # Arrow bytes a connection may keep before it is replaced
-
-
-def _writes(query: str) -> bool:
-    """Whether statement ``query`` (one of this package's, never user text) may write: a
-    writing clause, a transaction or checkpoint, or a procedure that creates or drops. Loading
-    an extension and the session's own switches do not."""
-    head = query.lstrip().upper()
-    if head.startswith(("LOAD EXTENSION", "CALL ENABLE_INTERNAL_CATALOG")):
-        return False
-    return (
-        head.startswith(("BEGIN", "COMMIT", "ROLLBACK", "CHECKPOINT"))
-        or "CREATE_" in head
-        or "DROP_" in head
-        or _WRITE_WORD.search(query) is not None
-    )
