@@ -162,3 +162,25 @@ def test_taking_the_snapshot_and_the_text_copy_hand_freed_memory_back(
         assert mirror.recall.base is not None and mirror.text is not None  # both taken
     assert (False, False) in seen  # the text copy's tables, before the copy is kept
     assert any(snapshot for snapshot, _ in seen)  # Kùzu's result, once the snapshot is kept
+
+
+def test_a_long_run_of_remembers_never_fills_the_pool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kùzu keeps what each commit changed in its memory until a checkpoint: at the smallest
+    budget ~1,900 remembers filled the pool ("the buffer pool is full") long before the WAL
+    reached its 16 MiB checkpoint, and every write failed from then on. The store now also
+    checkpoints by the number of commits, so any run of remembers goes through."""
+    monkeypatch.setenv("EBB_MEMORY_BUDGET", "64M")
+    db = tmp_path / "s.kuzu"
+    with Brain.open(db, backend="kuzu") as brain:
+        for i in range(1200):
+            brain.remember(f"seed note {i} on topic {i % 37}", id=f"seed:{i}")
+    with Brain.open(db, backend="kuzu") as brain:
+        for j in range(1200):  # each links two older memories: their lists change too
+            links = [f"seed:{(j * 7) % 1200}", f"seed:{(j * 13 + 5) % 1200}"]
+            brain.remember(f"later note {j} linking older ones", links=links)
+        brain.remember("the lighthouse keeper's last entry", links=["seed:0"])
+        assert brain.stats().nodes == 2401
+        hit = brain.recall("lighthouse keeper", k=1, reinforce=False)[0]
+        assert hit.node.text == "the lighthouse keeper's last entry"

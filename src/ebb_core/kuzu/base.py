@@ -46,6 +46,7 @@ class KuzuBase(GraphStore):
         _held: int
         _wal_failed: bool
         _reshaped: bool
+        _commits: int
         _row_reads: int
         _snapshot: bool
         _text_skip: bool

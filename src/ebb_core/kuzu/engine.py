@@ -60,6 +60,14 @@ def memory_budget_from_env() -> int:
     before Kùzu's closing checkpoint, and the C heap is handed back to the system after
     the row snapshot is taken and the text copy built (what Kùzu's result and the index's
     tables as read had taken stayed resident otherwise).
+
+    Part of what Kùzu keeps until a checkpoint is taken from the buffer pool (~70 KB a
+    remember at 2,000 memories, more in larger stores), so a long run of remembers below the
+    16 MiB filled the pool and every write failed with "the buffer pool is full" (~1,900
+    remembers at a 64 MiB budget; ~8,000 remembers linking older memories at 100k and the
+    default budget). The store also checkpoints once its commits since the last checkpoint
+    reach half the pool at ``_HELD_PER_COMMIT`` (1 MiB) each: 768 commits at the default
+    budget, 19 at the smallest.
     """
     raw = os.environ.get("EBB_MEMORY_BUDGET", "").strip()
     return parse_memory_budget(raw) if raw else DEFAULT_MEMORY_BUDGET
@@ -75,6 +83,7 @@ def _buffer_pool(budget: int) -> int:
 _PREPARED_MAX = 512  # prepared statements kept (one per query text)
 _CHECKPOINT_WAL = 16 << 20  # WAL bytes that trigger a checkpoint (Kùzu's default threshold)
 _UPDATES_WAL = 128 << 10  # ... when the WAL holds updates alone (see KuzuSession._maybe_checkpoint)
+_HELD_PER_COMMIT = 1 << 20  # what a commit may leave held until a checkpoint (ibid.), with margin
 _ROOM = 4 << 20  # free bytes every write keeps in hand beyond its WAL's checkpoint
 _ABANDONED: list[Any] = []  # engines not closed after a failed WAL append (see close)
 _OPEN: weakref.WeakSet[Any] = weakref.WeakSet()  # stores open in this process (see open_stores)

@@ -21,11 +21,13 @@ from .base import KuzuBase
 from .engine import (
     _ABANDONED,
     _CHECKPOINT_WAL,
+    _HELD_PER_COMMIT,
     _OPEN,
     _PREPARED_MAX,
     _ROOM,
     _UPDATES_WAL,
     _all,
+    _buffer_pool,
     _reads_only,
     _reshapes,
     _room_for,
@@ -396,7 +398,7 @@ class KuzuSession(KuzuFiles):
         except RuntimeError as exc:
             raise self._failed(exc) from None
         if query == "CHECKPOINT":
-            self._reshaped = False  # the WAL is folded into the file: nothing of it pending
+            self._reshaped, self._commits = False, 0  # the WAL is folded into the file
 
     def _rows(self, query: str) -> list[list[Any]]:
         result = self._run(query)
@@ -500,7 +502,8 @@ class KuzuSession(KuzuFiles):
         """Checkpoint once the WAL passes Kùzu's usual threshold (auto-checkpoints are off), or
         ``_UPDATES_WAL`` while it holds updates alone (``_reshaped`` false: no memory, link,
         vector or table created or deleted since the last checkpoint), whose in-memory copies
-        Kùzu keeps till then (see ``engine.memory_budget_from_env``)...
+        Kùzu keeps till then, or once the commits since the last one may hold half the buffer
+        pool at ``_HELD_PER_COMMIT`` each (both: see ``engine.memory_budget_from_env``)...
 
         With Kùzu's own auto-checkpoint, a checkpoint that fails (a full disk) raised from the
         write that triggered it although that write had committed: a stored memory reported
@@ -510,8 +513,10 @@ class KuzuSession(KuzuFiles):
         try:
             size = os.stat(self._path + ".wal").st_size
         except OSError:  # none: nothing is pending (Kùzu checkpoints a large COPY itself)
-            self._reshaped = False
+            self._reshaped, self._commits = False, 0
             return
+        self._commits += 1
+        force = force or self._commits * _HELD_PER_COMMIT >= _buffer_pool(self._budget) // 2
         limit = _CHECKPOINT_WAL if self._reshaped else _UPDATES_WAL
         if size < min(limit, _ROOM // 4) and not force:  # too little to be worth one
             return

@@ -262,6 +262,7 @@ class KuzuStore(
         self._closed = False
         self._wal_failed = False
         self._reshaped = False  # rows created or deleted since the last checkpoint (see there)
+        self._commits = 0  # commits since the last checkpoint (see _maybe_checkpoint)
         self._index_dropped = False  # a bulk_load has dropped the text index (see there)
         self._import_marker: str | None = None  # deleted by the next BEGIN (KuzuBulk.bulk_load)
         self._rescored = UNKNOWN  # the scores' watermark, read at the first write (kuzu.rescored)
