@@ -41,17 +41,22 @@ def _linked(brain: Brain, node_id: str) -> set[str]:
     return {x.other_id for x in links}
 
 
-def _rows(path: Path) -> tuple[dict[str, str | None], dict[str, str]]:
-    """(Memory.recent_links, LinkList.links) by memory id, read with Kùzu itself."""
+def _kuzu(path: Path, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+    """``query``'s rows, read with Kùzu itself (not through the store)."""
     db = kuzu.Database(str(path))
     conn = kuzu.Connection(db)
     try:
-        memory = dict(conn.execute("MATCH (n:Memory) RETURN n.id, n.recent_links").get_all())
-        lists = conn.execute("MATCH (l:LinkList) RETURN l.uid, l.links").get_all()
-        return memory, {u.split(SEP, 1)[1]: links for u, links in lists}
+        return conn.execute(query, params or {}).get_all()
     finally:
         conn.close()
         db.close()
+
+
+def _rows(path: Path) -> tuple[dict[str, str | None], dict[str, str]]:
+    """(Memory.recent_links, LinkList.links) by memory id, read with Kùzu itself."""
+    memory = dict(_kuzu(path, "MATCH (n:Memory) RETURN n.id, n.recent_links"))
+    lists = _kuzu(path, "MATCH (l:LinkList) RETURN l.uid, l.links")
+    return memory, {u.split(SEP, 1)[1]: links for u, links in lists}
 
 
 def test_older_ends_lists_go_to_link_list_and_reads_see_them(
@@ -74,16 +79,10 @@ def test_older_ends_lists_go_to_link_list_and_reads_see_them(
 
 def _link_list_rows(path: Path, node_id: str) -> list[str]:
     """Every LinkList row of ``node_id`` (one at most), read with Kùzu itself."""
-    db = kuzu.Database(str(path))
-    conn = kuzu.Connection(db)
-    try:
-        rows = conn.execute(
-            "MATCH (l:LinkList) WHERE l.uid = $u RETURN l.links", {"u": f"t{SEP}{node_id}"}
-        ).get_all()
-        return [r[0] for r in rows]
-    finally:
-        conn.close()
-        db.close()
+    rows = _kuzu(
+        path, "MATCH (l:LinkList) WHERE l.uid = $u RETURN l.links", {"u": f"t{SEP}{node_id}"}
+    )
+    return [r[0] for r in rows]
 
 
 def test_a_list_changed_again_replaces_its_row_and_a_rollback_keeps_it(
