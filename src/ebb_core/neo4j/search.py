@@ -67,11 +67,16 @@ class _Reads:
         found = []
         for m, kind, out, w, t, dw, key, pinned, tier, mkind in rows:
             found.append((float(dw), Link(node_id, m, kind, bool(out), float(w), int(t))))
-            if m not in self.matches:
-                self.matches[m] = Match(m, 0.0, float(key or 0.0), bool(pinned), int(tier), mkind)
+            self.keep_match(m, key, pinned, tier, mkind)
         self.links[node_id], self.cap[node_id] = found, cap
         if len(found) < cap:
             self.complete.add(node_id)
+
+    def keep_match(self, m: str, key: Any, pinned: Any, tier: Any, kind: Any) -> None:
+        """Keep the ``matches_for`` answer of ``m`` (a link's other end, read with the link:
+        spreading admits it next) unless one is kept already."""
+        if m not in self.matches:
+            self.matches[m] = Match(m, 0.0, float(key or 0.0), bool(pinned), int(tier), kind)
 
     def add_node(self, row: Mapping[str, Any], sup: Sequence[str]) -> None:
         node = node_from_row(row)
@@ -128,8 +133,8 @@ class Neo4jSearch(Neo4jSession):
         reads: _Reads | None = None,
     ) -> list[tuple[float, Link]]:
         """:meth:`strongest_links` by one query, each link with its decayed weight; with
-        ``reads``, what ``matches_for`` answers for the other ends is kept there (spreading
-        admits them next)."""
+        ``reads``, the other ends' ``matches_for`` answers are kept there too
+        (:meth:`_Reads.keep_match`)."""
         rows = self._read(
             # Decay first (relationship properties only), then the other end's tier: a hub's
             # stale edges never cost a node read.
@@ -155,8 +160,8 @@ class Neo4jSearch(Neo4jSession):
         found = []
         for s, m, kind, out, w, t, dw, key, pinned, tier, mkind in rows[0]["rows"] if rows else []:
             found.append((float(dw), Link(s, m, kind, bool(out), float(w), int(t))))
-            if reads is not None and m not in reads.matches:
-                reads.matches[m] = Match(m, 0.0, float(key or 0.0), bool(pinned), int(tier), mkind)
+            if reads is not None:
+                reads.keep_match(m, key, pinned, tier, mkind)
         return found
 
     # -- reads fetched ahead for a recall --------------------------------------------------------
