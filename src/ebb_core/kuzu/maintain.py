@@ -405,15 +405,16 @@ class _CacheBuild:
             self.wait()
 
 
-def _recent_link_lists(nodes: Any, edges: Any, offsets: Any) -> Any:
+def _recent_link_lists(
+    nodes: Any, edges: Any, offsets: Any, rows: tuple[int, int] | None = None
+) -> Any:
     """Every memory's list of its most recently reinforced links, as one Arrow list column in
     ``nodes`` row order, built without a Python loop over edges (the strings in slices of
-    memories: at 1M memories and 5M links, all at once took ~1 GB more at its peak).
-
-    The doubled edge list is ordered by memory, then newest first, with Arrow's stable
-    multi-key sort (numpy's ``lexsort`` of the same keys, which gives the same order, took
-    twice the CPU: 6.3 against 3.2 s for 10M entries); each memory's entries are joined with
-    their separators in one pass and cut into lists by offsets, without a list join."""
+    memories: at 1M memories and 5M links, all at once took ~1 GB more at its peak). The
+    doubled edge list is ordered by memory, then newest first, with Arrow's stable multi-key
+    sort (numpy's ``lexsort``, the same order, took 6.3 against 3.2 s CPU for 10M entries);
+    each memory's entries are joined with their separators and cut into lists by offsets.
+    ``rows`` (lo, hi): only those rows' lists, the others empty (an import's two threads)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -424,14 +425,18 @@ def _recent_link_lists(nodes: Any, edges: Any, offsets: Any) -> Any:
     pos[offsets] = np.arange(n)
     src, dst = edges["a"].to_numpy(), edges["b"].to_numpy()
     m = len(src)
-    me = pos[np.concatenate([src, dst])]
-    t = edges["t"].to_numpy()
-    keys = pa.table({"me": me, "t": np.concatenate([t, t])})
+    me, t = pos[np.concatenate([src, dst])], edges["t"].to_numpy()
+    t2, sel = np.concatenate([t, t]), None
+    if rows is not None:
+        sel = np.flatnonzero((me >= rows[0]) & (me < rows[1]))
+        me, t2 = me[sel], t2[sel]
+    keys = pa.table({"me": me, "t": t2})
     order = pc.sort_indices(keys, sort_keys=[("me", "ascending"), ("t", "descending")])
     order = order.to_numpy()
-    del keys
     grouped = me[order]
-    del me
+    del keys, t2, me
+    if sel is not None:  # positions in the doubled edge list
+        order = sel[order]
     starts = np.r_[0, np.flatnonzero(np.diff(grouped)) + 1] if len(order) else np.zeros(0, int)
     rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
     keep = order[rank < RECENT_LINKS]  # entries of the doubled edge list, by memory

@@ -34,6 +34,7 @@ from .engine import (
     _writes,
     storage_error,
 )
+from .parquet_ahead import ParquetAhead
 from .queries import (
     _release_arrow_memory,
 )
@@ -135,9 +136,9 @@ class KuzuFiles(KuzuBase):
                 os.unlink(path)
 
     def _parquet_ahead(self, table: Any) -> ParquetAhead | None:
-        """Start writing ``table`` to a Parquet file beside the store in a thread, for a later
-        ``_copy`` that ``COPY``s it (not ``may_roll_back``), while the caller prepares and
-        writes what comes before it; None where ``_copy`` would not go through a file."""
+        """A Parquet file beside the store that ``table`` is written to in a thread, from its
+        ``start``, for a later ``_copy`` that ``COPY``s it (not ``may_roll_back``), while the
+        caller writes what comes before it; None where ``_copy`` would not go through a file."""
         folder = self._folder
         if table.num_rows < _COPY_VIA_FILE or any(c in folder for c in "'\\\n"):
             return None
@@ -175,45 +176,6 @@ class KuzuFiles(KuzuBase):
             return result.get_as_arrow(chunk_size=-1 if one_chunk else _ARROW_ROWS).combine_chunks()
         except RuntimeError as exc:
             raise storage_error(exc, self._path) from None
-
-
-class ParquetAhead:
-    """A Parquet file being written in a thread (``KuzuFiles._parquet_ahead``): pyarrow's
-    writer releases the GIL, so the file is written while Kùzu ``COPY``s another table. The
-    table is let go as soon as it is written; ``discard`` waits for the thread and deletes the
-    file (a killed process leaves it to ``_remove_copy_files``)."""
-
-    def __init__(self, table: Any, path: str) -> None:
-        import threading
-
-        self._table: Any = table
-        self._path = path
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._write, name="ebb-parquet", daemon=True)
-        self._thread.start()
-
-    def _write(self) -> None:
-        import pyarrow.parquet as pq
-
-        try:
-            pq.write_table(self._table, self._path)
-        except BaseException as exc:  # raised again by wait(), in the caller's thread
-            self._error = exc
-        finally:
-            self._table = None
-
-    def wait(self) -> str:
-        """The written file's path, once written (the writer's error raised here)."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._path
-
-    def discard(self) -> None:
-        self._thread.join()
-        self._table = None
-        with suppress(OSError):
-            os.unlink(self._path)
 
 
 class KuzuSession(KuzuFiles):

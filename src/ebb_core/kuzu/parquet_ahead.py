@@ -1,0 +1,52 @@
+"""A Parquet file written in a thread for a later ``COPY`` (``KuzuFiles._parquet_ahead``)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from contextlib import suppress
+from typing import Any
+
+
+class ParquetAhead:
+    """A Parquet file written in a thread from ``start`` (``KuzuFiles._parquet_ahead``):
+    pyarrow's writer releases the GIL, so the file is written while Kùzu ``COPY``s another
+    table. The table is let go as soon as it is written; ``discard`` waits for the thread and
+    deletes the file (a killed process leaves it to ``_remove_copy_files``)."""
+
+    def __init__(self, table: Any, path: str) -> None:
+        self._table: Any = table
+        self._path = path
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._write, name="ebb-parquet", daemon=True)
+        self._started = False
+
+    def start(self) -> None:
+        if not self._started:
+            self._started = True
+            self._thread.start()
+
+    def _write(self) -> None:
+        import pyarrow.parquet as pq
+
+        try:
+            pq.write_table(self._table, self._path)
+        except BaseException as exc:  # raised again by wait(), in the caller's thread
+            self._error = exc
+        finally:
+            self._table = None
+
+    def wait(self) -> str:
+        """The written file's path, once written (the writer's error raised here)."""
+        self.start()
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._path
+
+    def discard(self) -> None:
+        if self._started:
+            self._thread.join()
+        self._table = None
+        with suppress(OSError):
+            os.unlink(self._path)
