@@ -135,20 +135,30 @@ class KuzuLinks(KuzuBase):
         return rows[0][0] if rows else None
 
     def _set_recent_links(self, u: str, encoded: str, *, unset: bool = False) -> None:
-        """Write the list of ``u``, a stored memory: into LinkList (see ``kuzu.tables``), or,
-        for a list that was unset (then no LinkList row is there), into its Memory row, as
-        maintain does, so that a LinkList row always stands for a set list."""
-        if unset:
-            self._q("MATCH (n:Memory {uid: $u}) SET n.recent_links = $l", {"u": u, "l": encoded})
+        """Write the list of ``u``, a stored memory: into LinkList (see ``kuzu.tables``) past
+        one node group of memories, or into its Memory row (deleting a LinkList row it has,
+        which would override it) while the table fits in one (``_lists_in_rows``) and for a
+        list that was unset (then no LinkList row is there), as maintain does, so that a
+        LinkList row always stands for the memory's list."""
+        in_row = unset or self._lists_in_rows()
+        apart = None if unset else self._lists_apart(u)
+        if in_row:
+            query = "MATCH (n:Memory {uid: $u}) SET n.recent_links = $l RETURN 1"
+            if apart is not False and not unset:  # a row it may have would override
+                query = (
+                    "MATCH (n:Memory {uid: $u}) OPTIONAL MATCH (l:LinkList {uid: $u}) "
+                    "SET n.recent_links = $l DELETE l RETURN 1"
+                )
+            self._q(query, {"u": u, "l": encoded})
         else:
-            apart = self._lists_apart(u)  # a new row, never one SET in place (see kuzu.tables)
+            # a new row, never one SET in place (see kuzu.tables)
             find = {True: "MATCH", None: "OPTIONAL MATCH"}.get(apart)
             query = "CREATE (:LinkList {uid: $u, links: $l}) RETURN 1"
             if find is not None:
                 query = f"{find} (l:LinkList {{uid: $u}}) DELETE l {query}"
             if len(self._q(query, {"u": u, "l": encoded})) != 1:  # a wrong bit: nothing written
                 raise StorageError(f"the recent-link list of {u!r} was not where it was kept")
-        self._mirror.apply(LinksSet({u: encoded}, () if unset else (u,)))
+        self._mirror.apply(LinksSet({u: encoded}, () if in_row else (u,)))
 
     def get_edge(self, namespace: str, src: str, dst: str, kind: str) -> Edge | None:
         rows = self._q(
