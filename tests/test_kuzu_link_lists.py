@@ -11,6 +11,8 @@ the same answers."""
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -143,6 +145,24 @@ def test_unsetting_a_list_deletes_its_link_list_row(tmp_path: Path, clock: Fixed
     assert "n:0" not in lists and memory["n:0"] is None
     with _opened(path, clock) as again:
         assert "n:log" not in _linked(again, "n:0")
+
+
+def test_an_import_linking_a_stored_memory_unsets_its_list_in_both_places(
+    tmp_path: Path, clock: FixedClock
+) -> None:
+    path = tmp_path / "s.kuzu"
+    lines = [
+        {"type": "ebb-export", "version": 1, "namespaces": ["t"]},
+        {"type": "node", "namespace": "t", "id": "n:new", "text": "imported lantern note"},
+        {"type": "edge", "namespace": "t", "src": "n:new", "dst": "n:0", "kind": "related"},
+    ]
+    with _opened(path, clock) as brain:
+        _fill(brain)
+        brain.import_(io.StringIO("".join(json.dumps(x) + "\n" for x in lines)))
+        assert {"n:log", "n:new"} <= _linked(brain, "n:0")
+    memory, lists = _rows(path)
+    # rebuilt on first use into its row (an unset list has no LinkList row to replace)
+    assert "n:0" not in lists and "n:new" in (memory["n:0"] or "")
 
 
 def test_a_salvage_keeps_the_link_list_lists(tmp_path: Path, clock: FixedClock) -> None:

@@ -251,6 +251,17 @@ class KuzuLinks(KuzuBase):
         return out
 
 
+def unset_lists(var: str) -> str:
+    """Clauses unsetting the recent-link lists of the memories bound to ``var`` (each once,
+    however many rows name it): NULL in their Memory rows, to be rebuilt on first use, and
+    their LinkList rows deleted, so that a LinkList row always stands for a set list (see
+    ``kuzu.tables``)."""
+    return (
+        f"WITH DISTINCT {var} OPTIONAL MATCH (l:LinkList {{uid: {var}.uid}}) "
+        f"SET {var}.recent_links = NULL DELETE l"
+    )
+
+
 def _encode_links(links: list[list[Any]]) -> str:
     return LINK_SEP.join(_encode_link(x) for x in links)
 

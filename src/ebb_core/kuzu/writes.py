@@ -23,6 +23,7 @@ from .base import KuzuBase
 from .engine import (
     DuplicateKey,
 )
+from .links import unset_lists
 from .mirror import Adjusted, Deleted, FieldsSet, LinksSet, NodesWritten, VectorsWritten
 from .queries import (
     _SMALL,
@@ -363,12 +364,7 @@ class KuzuWrites(KuzuBase):
             for i in ids:
                 # the neighbours' recent-link lists name it: unset them, to be rebuilt
                 self._q(
-                    "MATCH (n:Memory {uid: $uid})-[:Link]-(m:Memory) SET m.recent_links = NULL",
-                    {"uid": uid(namespace, i)},
-                )
-                self._q(
-                    "MATCH (n:Memory {uid: $uid})-[:Link]-(m:Memory) "
-                    "MATCH (l:LinkList {uid: m.uid}) DELETE l",
+                    "MATCH (n:Memory {uid: $uid})-[:Link]-(m:Memory) " + unset_lists("m"),
                     {"uid": uid(namespace, i)},
                 )
                 self._q("MATCH (l:LinkList {uid: $uid}) DELETE l", {"uid": uid(namespace, i)})
