@@ -24,7 +24,7 @@ from ebb_core import Brain, FixedClock
 from ebb_core.kuzu.queries import SEP
 from ebb_core.kuzu.schema import SCHEMA_VERSION
 from ebb_core.kuzu_store import KuzuStore
-from ebb_core.repair import salvage
+from ebb_core.repair import diagnose, salvage
 
 
 @contextmanager
@@ -190,6 +190,11 @@ def test_a_schema_4_store_opens_gains_the_table_and_gives_the_same_answers(
     conn.execute("MATCH (m:Meta {key: 'schema_version'}) SET m.value = '4'")
     conn.close()
     db.close()
+    # `ebb doctor` names the tables it has and passes it (a writing open adds LinkList)
+    assert _schema_check(path) == (
+        True,
+        "Memory, Link, Audit, Meta (opening it with Ebb adds LinkList)",
+    )
     # read-only, it is read as it is (no LinkList table: every list in its Memory row)
     store = KuzuStore(path, read_only=True)
     try:
@@ -207,6 +212,23 @@ def test_a_schema_4_store_opens_gains_the_table_and_gives_the_same_answers(
     finally:
         store.close()
     assert "n:later" in _rows(path)[1]["n:4"]
+    assert _schema_check(path) == (True, "Memory, Link, LinkList, Audit, Meta")
+
+
+def _schema_check(path: Path) -> tuple[bool, str]:
+    """``ebb doctor``'s schema line for the store at ``path``: (passed, what it says)."""
+    (check,) = [c for c in diagnose(path).checks if c.name == "schema"]
+    return check.ok, check.detail
+
+
+def test_doctor_fails_a_schema_5_store_without_its_link_list_table(
+    tmp_path: Path, clock: FixedClock
+) -> None:
+    path = tmp_path / "s.kuzu"
+    with _opened(path, clock) as brain:
+        _fill(brain)
+    _kuzu(path, "DROP TABLE LinkList")
+    assert _schema_check(path) == (False, "tables missing: ['LinkList']")
 
 
 def test_within_one_node_group_a_changed_list_is_set_in_its_memory_row(
