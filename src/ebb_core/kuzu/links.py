@@ -134,17 +134,17 @@ class KuzuLinks(KuzuBase):
         rows = self._q("MATCH (n:Memory {uid: $u}) RETURN n.recent_links", {"u": u})
         return rows[0][0] if rows else None
 
-    def _set_recent_links(self, u: str, encoded: str, *, unset: bool = False) -> None:
+    def _set_recent_links(self, u: str, encoded: str, *, into_row: bool = False) -> None:
         """Write the list of ``u``, a stored memory: into LinkList (see ``kuzu.tables``) past
         one node group of memories, or into its Memory row (deleting a LinkList row it has,
-        which would override it) while the table fits in one (``_lists_in_rows``) and for a
-        list that was unset (then no LinkList row is there), as maintain does, so that a
-        LinkList row always stands for the memory's list."""
-        in_row = unset or self._lists_in_rows()
-        apart = None if unset else self._lists_apart(u)
+        which would override it) while the table fits in one (``_lists_in_rows``). ``into_row``:
+        a list that was unset (then no LinkList row is there) goes into its Memory row at any
+        size, as maintain does, so that a LinkList row always stands for the memory's list."""
+        in_row = into_row or self._lists_in_rows()
+        apart = None if into_row else self._lists_apart(u)
         if in_row:
             query = "MATCH (n:Memory {uid: $u}) SET n.recent_links = $l RETURN 1"
-            if apart is not False and not unset:  # a row it may have would override
+            if apart is not False and not into_row:  # a row it may have would override
                 query = (
                     "MATCH (n:Memory {uid: $u}) OPTIONAL MATCH (l:LinkList {uid: $u}) "
                     "SET n.recent_links = $l DELETE l RETURN 1"
@@ -226,7 +226,7 @@ class KuzuLinks(KuzuBase):
                 )
             ]
         links = sorted(links, key=lambda x: -x[4])[:RECENT_LINKS]
-        self._set_recent_links(u, _encode_links(links), unset=True)
+        self._set_recent_links(u, _encode_links(links), into_row=True)
         return links
 
     def incident(self, namespace: str, ids: Sequence[str]) -> list[Incident]:
