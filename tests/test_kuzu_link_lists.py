@@ -32,7 +32,8 @@ def _opened(path: Path, clock: FixedClock, *, in_rows_upto: int = 0) -> Iterator
     """The store at ``path``, its lists kept in LinkList past ``in_rows_upto`` memories (0:
     always, as past one node group)."""
     with Brain.open(path, namespace="t", clock=clock) as brain:
-        brain._s.store.lists_in_rows_upto = in_rows_upto
+        store: Any = brain._s.store
+        store.lists_in_rows_upto = in_rows_upto
         yield brain
 
 
@@ -61,7 +62,9 @@ def _kuzu(path: Path, query: str, params: dict[str, Any] | None = None) -> list[
     db = kuzu.Database(str(path))
     conn = kuzu.Connection(db)
     try:
-        return conn.execute(query, params or {}).get_all()
+        result = conn.execute(query, params or {})
+        assert not isinstance(result, list)  # one statement, one result
+        return [row for row in result.get_all() if isinstance(row, list)]
     finally:
         conn.close()
         db.close()
