@@ -1,6 +1,8 @@
-"""The recent-link lists of older memories kept in the LinkList table (schema 5): a linked
-remember or a new link writes its older end's list there, not into the end's Memory row (whose
-SET costs Kùzu a rewrite of a whole node group's lists at the next checkpoint); reads see the
+"""The recent-link lists of older memories kept in the LinkList table (schema 5): past one Kùzu
+node group of memories (``lists_in_rows_upto``, set to 0 here to stand for a large store) a
+linked remember or a new link writes its older end's list there, not into the end's Memory row
+(whose SET costs Kùzu a rewrite of a whole node group's lists at the next checkpoint); within
+one group it SETs the row and deletes a LinkList row the memory had; reads see the
 LinkList row over the Memory row's; a list that changes again replaces its row (deleted and
 created, never SET in place), and a rolled-back change leaves the row before it; unsetting a list
 deletes its row; a salvage carries them;
@@ -9,6 +11,10 @@ the same answers."""
 
 from __future__ import annotations
 
+import io
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +24,17 @@ from ebb_core import Brain, FixedClock
 from ebb_core.kuzu.queries import SEP
 from ebb_core.kuzu.schema import SCHEMA_VERSION
 from ebb_core.kuzu_store import KuzuStore
-from ebb_core.repair import salvage
+from ebb_core.repair import diagnose, salvage
+
+
+@contextmanager
+def _opened(path: Path, clock: FixedClock, *, in_rows_upto: int = 0) -> Iterator[Brain]:
+    """The store at ``path``, its lists kept in LinkList past ``in_rows_upto`` memories (0:
+    always, as past one node group)."""
+    with Brain.open(path, namespace="t", clock=clock) as brain:
+        store: Any = brain._s.store
+        store.lists_in_rows_upto = in_rows_upto
+        yield brain
 
 
 def _fill(brain: Brain) -> None:
@@ -46,7 +62,9 @@ def _kuzu(path: Path, query: str, params: dict[str, Any] | None = None) -> list[
     db = kuzu.Database(str(path))
     conn = kuzu.Connection(db)
     try:
-        return conn.execute(query, params or {}).get_all()
+        result = conn.execute(query, params or {})
+        assert not isinstance(result, list)  # one statement, one result
+        return [row for row in result.get_all() if isinstance(row, list)]
     finally:
         conn.close()
         db.close()
@@ -63,7 +81,7 @@ def test_older_ends_lists_go_to_link_list_and_reads_see_them(
     tmp_path: Path, clock: FixedClock
 ) -> None:
     path = tmp_path / "s.kuzu"
-    with Brain.open(path, namespace="t", clock=clock) as brain:
+    with _opened(path, clock) as brain:
         _fill(brain)
         before = _answers(brain)
     memory, lists = _rows(path)
@@ -72,7 +90,7 @@ def test_older_ends_lists_go_to_link_list_and_reads_see_them(
     assert memory["n:0"] == "" and "n:log" in lists["n:0"]
     assert "n:3" in lists["n:2"] and "n:2" in lists["n:3"]
     assert "n:log" not in lists and "n:0" in (memory["n:log"] or "")  # new: in its own row
-    with Brain.open(path, namespace="t", clock=clock) as again:  # read from the table
+    with _opened(path, clock) as again:  # read from the table
         assert _answers(again) == before
         assert "n:log" in _linked(again, "n:0")
 
@@ -89,7 +107,7 @@ def test_a_list_changed_again_replaces_its_row_and_a_rollback_keeps_it(
     tmp_path: Path, clock: FixedClock
 ) -> None:
     path = tmp_path / "s.kuzu"
-    with Brain.open(path, namespace="t", clock=clock) as brain:
+    with _opened(path, clock) as brain:
         _fill(brain)
         for i in range(3):  # three more changes of n:4's list: by remember and by connect
             clock.advance(seconds=10)
@@ -114,27 +132,45 @@ def test_a_list_changed_again_replaces_its_row_and_a_rollback_keeps_it(
     (listed,) = _link_list_rows(path, "n:4")
     assert all(f"n:later{i}" in listed for i in range(3)) and "n:5" in listed
     assert "n:log" not in listed
-    with Brain.open(path, namespace="t", clock=clock) as again:  # read from the table
+    with _opened(path, clock) as again:  # read from the table
         assert {"n:later0", "n:later1", "n:later2", "n:5"} <= _linked(again, "n:4")
         assert "n:log" not in _linked(again, "n:4")
 
 
 def test_unsetting_a_list_deletes_its_link_list_row(tmp_path: Path, clock: FixedClock) -> None:
     path = tmp_path / "s.kuzu"
-    with Brain.open(path, namespace="t", clock=clock) as brain:
+    with _opened(path, clock) as brain:
         _fill(brain)
         brain.forget("n:log", reason="test")
         brain.approve_deletion("n:log", approved_by="tester")
     memory, lists = _rows(path)
     # its neighbours' lists named it: unset (NULL in Memory, no LinkList row), rebuilt on use
     assert "n:0" not in lists and memory["n:0"] is None
-    with Brain.open(path, namespace="t", clock=clock) as again:
+    with _opened(path, clock) as again:
         assert "n:log" not in _linked(again, "n:0")
+
+
+def test_an_import_linking_a_stored_memory_unsets_its_list_in_both_places(
+    tmp_path: Path, clock: FixedClock
+) -> None:
+    path = tmp_path / "s.kuzu"
+    lines = [
+        {"type": "ebb-export", "version": 1, "namespaces": ["t"]},
+        {"type": "node", "namespace": "t", "id": "n:new", "text": "imported lantern note"},
+        {"type": "edge", "namespace": "t", "src": "n:new", "dst": "n:0", "kind": "related"},
+    ]
+    with _opened(path, clock) as brain:
+        _fill(brain)
+        brain.import_(io.StringIO("".join(json.dumps(x) + "\n" for x in lines)))
+        assert {"n:log", "n:new"} <= _linked(brain, "n:0")
+    memory, lists = _rows(path)
+    # rebuilt on first use into its row (an unset list has no LinkList row to replace)
+    assert "n:0" not in lists and "n:new" in (memory["n:0"] or "")
 
 
 def test_a_salvage_keeps_the_link_list_lists(tmp_path: Path, clock: FixedClock) -> None:
     path = tmp_path / "s.kuzu"
-    with Brain.open(path, namespace="t", clock=clock) as brain:
+    with _opened(path, clock) as brain:
         _fill(brain)
         before = _answers(brain)
     salvage(path, tmp_path / "r.kuzu")
@@ -146,7 +182,7 @@ def test_a_schema_4_store_opens_gains_the_table_and_gives_the_same_answers(
     tmp_path: Path, clock: FixedClock
 ) -> None:
     path = tmp_path / "s.kuzu"
-    with Brain.open(path, namespace="t", clock=clock) as brain:
+    with _opened(path, clock) as brain:
         _fill(brain)
         before = _answers(brain)
     # as schema 4 stored it: every list in its Memory row, no LinkList table, version 4
@@ -157,6 +193,11 @@ def test_a_schema_4_store_opens_gains_the_table_and_gives_the_same_answers(
     conn.execute("MATCH (m:Meta {key: 'schema_version'}) SET m.value = '4'")
     conn.close()
     db.close()
+    # `ebb doctor` names the tables it has and passes it (a writing open adds LinkList)
+    assert _schema_check(path) == (
+        True,
+        "Memory, Link, Audit, Meta (opening it with Ebb adds LinkList)",
+    )
     # read-only, it is read as it is (no LinkList table: every list in its Memory row)
     store = KuzuStore(path, read_only=True)
     try:
@@ -164,7 +205,7 @@ def test_a_schema_4_store_opens_gains_the_table_and_gives_the_same_answers(
         assert "n:log" in _linked(Brain(store, namespace="t", clock=clock), "n:0")
     finally:
         store.close()
-    with Brain.open(path, namespace="t", clock=clock) as old:
+    with _opened(path, clock) as old:
         assert _answers(old) == before
         old.remember("a later note", kind="note", id="n:later", links=["n:4"])
         assert "n:later" in _linked(old, "n:4")
@@ -174,3 +215,90 @@ def test_a_schema_4_store_opens_gains_the_table_and_gives_the_same_answers(
     finally:
         store.close()
     assert "n:later" in _rows(path)[1]["n:4"]
+    assert _schema_check(path) == (True, "Memory, Link, LinkList, Audit, Meta")
+
+
+def _schema_check(path: Path) -> tuple[bool, str]:
+    """``ebb doctor``'s schema line for the store at ``path``: (passed, what it says)."""
+    (check,) = [c for c in diagnose(path).checks if c.name == "schema"]
+    return check.ok, check.detail
+
+
+def test_doctor_fails_a_schema_5_store_without_its_link_list_table(
+    tmp_path: Path, clock: FixedClock
+) -> None:
+    path = tmp_path / "s.kuzu"
+    with _opened(path, clock) as brain:
+        _fill(brain)
+    _kuzu(path, "DROP TABLE LinkList")
+    assert _schema_check(path) == (False, "tables missing: ['LinkList']")
+
+
+def test_within_one_node_group_a_changed_list_is_set_in_its_memory_row(
+    tmp_path: Path, clock: FixedClock
+) -> None:
+    path = tmp_path / "s.kuzu"
+    with Brain.open(path, namespace="t", clock=clock) as brain:  # the default: 131,072 rows
+        _fill(brain)  # ends with a recall: the store knows its table's size from then on
+        brain.remember("later note", kind="note", id="n:later", links=["n:4"])
+        brain.connect("n:4", "n:5", kind="mentions")
+        before = _answers(brain)
+        assert {"n:later", "n:5"} <= _linked(brain, "n:4")
+    memory, lists = _rows(path)
+    assert "n:4" not in lists and "n:5" not in lists
+    assert "n:later" in (memory["n:4"] or "") and "n:5" in (memory["n:4"] or "")
+    with Brain.open(path, namespace="t", clock=clock) as again:  # read from the table
+        assert _answers(again) == before
+        assert {"n:later", "n:5"} <= _linked(again, "n:4")
+
+
+def test_lists_move_between_row_and_link_list_as_the_table_crosses_the_threshold(
+    tmp_path: Path, clock: FixedClock
+) -> None:
+    path = tmp_path / "s.kuzu"
+    with _opened(path, clock) as brain:  # a large store: n:0's list goes to LinkList
+        _fill(brain)
+    assert "n:log" in _rows(path)[1]["n:0"]
+    # within the threshold: n:0's new list goes into its row and its LinkList row goes
+    with _opened(path, clock, in_rows_upto=10) as brain:
+        brain.remember("a filler", kind="note", id="n:fill")  # the store knows its size
+        brain.remember("second log", kind="note", id="n:log2", links=["n:0"])
+        assert {"n:log", "n:log2"} <= _linked(brain, "n:0")
+    memory, lists = _rows(path)
+    assert "n:0" not in lists and "n:log2" in (memory["n:0"] or "")
+    # past it (9 memories, 12 with these): n:0's next list goes to LinkList, overriding the row
+    with _opened(path, clock, in_rows_upto=10) as brain:
+        for i in range(3):
+            brain.remember(f"filler {i}", kind="note", id=f"n:fill{i}")
+        brain.remember("third log", kind="note", id="n:log3", links=["n:0"])
+        assert {"n:log", "n:log2", "n:log3"} <= _linked(brain, "n:0")
+        before = _answers(brain)
+    memory, lists = _rows(path)
+    assert "n:log3" in lists["n:0"] and "n:log3" not in (memory["n:0"] or "")
+    with Brain.open(path, namespace="t", clock=clock) as again:  # read from the table
+        assert _answers(again) == before
+        assert {"n:log", "n:log2", "n:log3"} <= _linked(again, "n:0")
+
+
+def test_a_rolled_back_move_into_the_row_keeps_the_link_list_row(
+    tmp_path: Path, clock: FixedClock
+) -> None:
+    path = tmp_path / "s.kuzu"
+    with _opened(path, clock) as brain:
+        _fill(brain)
+    with _opened(path, clock, in_rows_upto=100) as brain:
+        brain.remember("a filler", kind="note", id="n:fill")  # the store knows its size
+        store: Any = brain._s.store
+        try:
+            with store.transaction():
+                brain.connect("n:0", "n:5", kind="mentions")  # into the row, LinkList's gone
+                raise RuntimeError("abandon")
+        except RuntimeError:
+            pass
+        assert "n:5" not in _linked(brain, "n:0") and "n:log" in _linked(brain, "n:0")
+        brain.remember("another", kind="note", id="n:fill2")  # a rollback forgot the size
+        brain.connect("n:0", "n:4", kind="mentions")  # this one stays: into the row
+        assert {"n:log", "n:4"} <= _linked(brain, "n:0") and "n:5" not in _linked(brain, "n:0")
+    memory, lists = _rows(path)
+    assert "n:0" not in lists and "n:4" in (memory["n:0"] or "")
+    assert "n:5" not in (memory["n:0"] or "")

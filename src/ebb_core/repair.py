@@ -198,16 +198,18 @@ def _check_contents(conn: Any, report: Report) -> None:
         fts_ok = True
     tables = {r[0] for r in _rows(conn, "CALL show_tables() RETURN name")}
     missing = {"Memory", "Link", "Audit", "Meta"} - tables
-    report.add(
-        "schema",
-        not missing,
-        f"tables missing: {sorted(missing)}" if missing else "Memory, Link, Audit, Meta",
-    )
     if missing:
+        report.add("schema", False, f"tables missing: {sorted(missing)}")
         return
     meta = {r[0]: r[1] for r in _rows(conn, "MATCH (m:Meta) RETURN m.key, m.value")}
     version = meta.get("schema_version")
     older = version in MIGRATES_FROM  # brought up to date by the next writing open
+    if "LinkList" in tables:
+        report.add("schema", True, "Memory, Link, LinkList, Audit, Meta")
+    elif older:  # schema 4 kept every recent-link list in its Memory row
+        report.add("schema", True, "Memory, Link, Audit, Meta (opening it with Ebb adds LinkList)")
+    else:
+        report.add("schema", False, "tables missing: ['LinkList']")
     report.add(
         "schema version",
         version == SCHEMA_VERSION or older,

@@ -384,16 +384,15 @@ class KuzuBulk(KuzuBase):
         is undone: ``solo`` commits it on its own, see ``bulk_load``)."""
         import pyarrow.compute as pc
 
+        from .links import unset_lists
+
         older = set(src.filter(pc.is_null(a)).to_pylist())
         older |= set(dst.filter(pc.is_null(b)).to_pylist())
         self._load(
-            "MATCH (n:Memory {uid: u}) SET n.recent_links = NULL",
+            "MATCH (n:Memory {uid: u}) " + unset_lists("n"),
             {"u": sorted(older)},
             {"u": "uid"},
             solo=solo,
-        )
-        self._load(  # and the lists kept for them in LinkList (see kuzu.tables)
-            "MATCH (l:LinkList {uid: u}) DELETE l", {"u": sorted(older)}, {"u": "uid"}, solo=solo
         )
 
     def _create_rows(self, table: Any) -> None:

@@ -41,6 +41,9 @@ class _RecallCache:
         self.pinned: Any = None
         self.ns: Any = None  # namespace codes (see ns_code); -1: no memory here
         self.offset: dict[str, int] = {}
+        # the Memory table's next offset as the last build or create in this process told it
+        # (None: not known): kept while the columns are out of date, dropped with the copies
+        self.end: int | None = None
         self._ns_codes: dict[str, int] = {}
         self.base: Any = None  # Arrow table of the other columns, one row per offset in `pos`
         self.pos: Any = None
@@ -84,6 +87,7 @@ class _RecallCache:
         self.key[offsets] = table["y"].to_numpy()
         self.pinned[offsets] = table["p"].to_numpy(zero_copy_only=False)
         self.offset = dict(zip(uids, offsets.tolist(), strict=True))
+        self.end = size
         self.base = None
         self.lists: dict[int, str] = {}
         self.pos = np.full(size, -1, np.int64)

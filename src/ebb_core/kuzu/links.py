@@ -134,21 +134,31 @@ class KuzuLinks(KuzuBase):
         rows = self._q("MATCH (n:Memory {uid: $u}) RETURN n.recent_links", {"u": u})
         return rows[0][0] if rows else None
 
-    def _set_recent_links(self, u: str, encoded: str, *, unset: bool = False) -> None:
-        """Write the list of ``u``, a stored memory: into LinkList (see ``kuzu.tables``), or,
-        for a list that was unset (then no LinkList row is there), into its Memory row, as
-        maintain does, so that a LinkList row always stands for a set list."""
-        if unset:
-            self._q("MATCH (n:Memory {uid: $u}) SET n.recent_links = $l", {"u": u, "l": encoded})
+    def _set_recent_links(self, u: str, encoded: str, *, into_row: bool = False) -> None:
+        """Write the list of ``u``, a stored memory: into LinkList (see ``kuzu.tables``) past
+        one node group of memories, or into its Memory row (deleting a LinkList row it has,
+        which would override it) while the table fits in one (``_lists_in_rows``). ``into_row``:
+        a list that was unset (then no LinkList row is there) goes into its Memory row at any
+        size, as maintain does, so that a LinkList row always stands for the memory's list."""
+        in_row = into_row or self._lists_in_rows()
+        apart = None if into_row else self._lists_apart(u)
+        if in_row:
+            query = "MATCH (n:Memory {uid: $u}) SET n.recent_links = $l RETURN 1"
+            if apart is not False and not into_row:  # a row it may have would override
+                query = (
+                    "MATCH (n:Memory {uid: $u}) OPTIONAL MATCH (l:LinkList {uid: $u}) "
+                    "SET n.recent_links = $l DELETE l RETURN 1"
+                )
+            self._q(query, {"u": u, "l": encoded})
         else:
-            apart = self._lists_apart(u)  # a new row, never one SET in place (see kuzu.tables)
+            # a new row, never one SET in place (see kuzu.tables)
             find = {True: "MATCH", None: "OPTIONAL MATCH"}.get(apart)
             query = "CREATE (:LinkList {uid: $u, links: $l}) RETURN 1"
             if find is not None:
                 query = f"{find} (l:LinkList {{uid: $u}}) DELETE l {query}"
             if len(self._q(query, {"u": u, "l": encoded})) != 1:  # a wrong bit: nothing written
                 raise StorageError(f"the recent-link list of {u!r} was not where it was kept")
-        self._mirror.apply(LinksSet({u: encoded}, () if unset else (u,)))
+        self._mirror.apply(LinksSet({u: encoded}, () if in_row else (u,)))
 
     def get_edge(self, namespace: str, src: str, dst: str, kind: str) -> Edge | None:
         rows = self._q(
@@ -216,7 +226,7 @@ class KuzuLinks(KuzuBase):
                 )
             ]
         links = sorted(links, key=lambda x: -x[4])[:RECENT_LINKS]
-        self._set_recent_links(u, _encode_links(links), unset=True)
+        self._set_recent_links(u, _encode_links(links), into_row=True)
         return links
 
     def incident(self, namespace: str, ids: Sequence[str]) -> list[Incident]:
@@ -239,6 +249,17 @@ class KuzuLinks(KuzuBase):
                     other = _row_to_node(r[5:])
                     out.append(Incident(i, _edge_from(namespace, other.id, i, r), other))
         return out
+
+
+def unset_lists(var: str) -> str:
+    """Clauses unsetting the recent-link lists of the memories bound to ``var`` (each once,
+    however many rows name it): NULL in their Memory rows, to be rebuilt on first use, and
+    their LinkList rows deleted, so that a LinkList row always stands for a set list (see
+    ``kuzu.tables``)."""
+    return (
+        f"WITH DISTINCT {var} OPTIONAL MATCH (l:LinkList {{uid: {var}.uid}}) "
+        f"SET {var}.recent_links = NULL DELETE l"
+    )
 
 
 def _encode_links(links: list[list[Any]]) -> str:

@@ -206,6 +206,7 @@ class Mirror:
     def invalidate(self) -> None:
         """Drop every copy (after a change the copies cannot follow, or a rollback)."""
         self.recall.ready = False
+        self.recall.end = None
         self.rows.clear()
         self.meta.clear()
         self.supersedes = None
@@ -286,6 +287,8 @@ class Mirror:
                     cached.update(node_row(n))  # its recent-link list is kept as it was
             if text is not None:
                 text.put(o, n.text)
+            if change.fresh or recall.end is not None:  # Kùzu 0.11.3 appends new rows
+                recall.end = max(recall.end or 0, o + 1)
             if recall.ready:
                 recall.put(o, n)
 

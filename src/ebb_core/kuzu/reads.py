@@ -29,6 +29,8 @@ from .queries import (
     uid,
 )
 
+LISTS_IN_ROWS_UPTO = 131_072  # rows of a Kùzu 0.11.3 node group (see KuzuReads.lists_in_rows_upto)
+
 
 class KuzuReads(KuzuBase):
     """Reading memories (mixed into :class:`~ebb_core.kuzu_store.KuzuStore`)."""
@@ -150,6 +152,22 @@ class KuzuReads(KuzuBase):
         if cache.listed is None:
             self._mirror.listed_read([r[0] for r in self._link_list_rows("l.uid")])
         return cache.lists_apart(u)
+
+    #: Up to how many Memory rows (the table's next offset) a changed list is SET in its
+    #: Memory row rather than kept in LinkList (see ``kuzu.tables``): one Kùzu node group.
+    #: While the table is one group, a SET rewrites at the checkpoint the one chunk of lists a
+    #: checkpoint after a new memory rewrites anyway, and costs a remember less than replacing
+    #: a LinkList row (~0.2-0.4 ms of its ~2 ms statement at 100k). Tests set it lower.
+    lists_in_rows_upto = LISTS_IN_ROWS_UPTO
+
+    def _lists_in_rows(self) -> bool:
+        """Whether a changed list goes into its Memory row: the table fits in one node group,
+        as the last build of the recall columns or the last memory this process created tell
+        (Kùzu 0.11.3 appends a new row: its offset + 1 is the table's size). Not known (neither
+        yet, or dropped with the other copies: a rollback, a bulk load): into LinkList, right
+        at any size."""
+        end = self._cache.end
+        return end is not None and end <= self.lists_in_rows_upto
 
     def existing_ids(self, namespace: str, ids: Sequence[str]) -> set[str]:
         wanted = set(ids)

@@ -72,8 +72,10 @@ AUDIT = (
     _col("payload", "STRING"),
 )
 META = (_col("key", "STRING"), _col("value", "STRING"))
-#: LinkList: the recent-link lists of memories that changed after their row was written (the
-#: list of a new memory is written with its row, in ``Memory.recent_links``). A row here
+#: LinkList: the recent-link lists of memories that changed after their row was written, in a
+#: store past one node group of memories (the list of a new memory is written with its row, in
+#: ``Memory.recent_links``, and so is a changed one while the table fits in one group: see
+#: ``KuzuReads.lists_in_rows_upto``). A row here
 #: overrides ``Memory.recent_links`` and never holds NULL (unsetting a list deletes its row).
 #: Kùzu 0.11.3 rewrites a node group's whole ``recent_links`` chunk (131,072 rows of lists) at
 #: the next checkpoint once one of its rows is SET: ~0.9 s of CPU per node group touched at

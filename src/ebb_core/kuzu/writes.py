@@ -23,6 +23,7 @@ from .base import KuzuBase
 from .engine import (
     DuplicateKey,
 )
+from .links import unset_lists
 from .mirror import Adjusted, Deleted, FieldsSet, LinksSet, NodesWritten, VectorsWritten
 from .queries import (
     _SMALL,
@@ -238,15 +239,17 @@ class KuzuWrites(KuzuBase):
             mat = None
             if vectors is not None and new_uids:  # checked before the mirror takes anything
                 creates, mat = self._vector_creates(namespace, list(new_uids), vectors, vparams)
+            in_rows = self._lists_in_rows()
             query, params = self._event_statement(
-                namespace, new_nodes, new_uids, changes, new_edges, lists, creates
+                namespace, new_nodes, new_uids, changes, new_edges, lists, creates, in_rows
             )
             rows = self._send_event(query, {**params, **vparams}, final)
             if len(rows) != 1:  # the Brain checked every memory exists; this is a guard
                 raise NotFound(f"a memory this change needs is missing from {namespace!r}")
             offsets = [int(o) for o in rows[0][: len(new_uids)]]
             self._mirror.apply(NodesWritten(list(new_uids.values()), offsets, fresh=True))
-            self._mirror.apply(LinksSet(lists, [u for u in lists if u not in new_uids]))
+            apart = [] if in_rows else [u for u in lists if u not in new_uids]
+            self._mirror.apply(LinksSet(lists, apart))
             if mat is not None:  # a rollback drops the copy
                 self._mirror.apply(VectorsWritten(namespace, list(new_uids), mat))
 
@@ -259,10 +262,12 @@ class KuzuWrites(KuzuBase):
         new_edges: Sequence[Edge],
         lists: Mapping[str, str],
         creates: Sequence[str] = (),
+        in_rows: bool = False,
     ) -> tuple[str, dict[str, Any]]:
         """The one statement of a write event and its parameters (the mirror takes
         ``changes`` as it is built: see :func:`_change_sets`); ``creates``: more ``CREATE``
-        items (the new memories' vectors)."""
+        items (the new memories' vectors); ``in_rows``: the stored memories' new lists are
+        SET in their Memory rows, not kept in LinkList (see ``_lists_in_rows``)."""
         params: dict[str, Any] = {}
         parts: list[str] = []
         var: dict[str, str] = {}
@@ -276,7 +281,7 @@ class KuzuWrites(KuzuBase):
         for k, u in enumerate(existing):
             var[u] = f"x{k}"
             params[f"x{k}_u"] = u
-        older = [u for u in lists if u not in new_uids]  # their lists go to LinkList rows
+        older = [u for u in lists if u not in new_uids]  # their LinkList rows are replaced
         known, unknown = self._list_rows(older)
         if existing:
             found = [f"({var[u]}:Memory {{uid: ${var[u]}_u}})" for u in existing]
@@ -298,14 +303,16 @@ class KuzuWrites(KuzuBase):
         for node_id, adj in changes.items():
             u = uid(namespace, node_id)
             sets += _change_sets(var[u], adj, self._rows_cache.rows.get(u), params)
+        if in_rows:  # ... or dropped, the lists going into the rows
+            sets += [f"{var[u]}.recent_links = ${var[u]}_l" for u in older]
         if sets:
             parts.append("SET " + ", ".join(sets))
         if replaced:
             parts.append("DELETE " + ", ".join(f"l{var[u]}" for u in replaced))
-        if older:
+        params.update({f"{var[u]}_l": lists[u] for u in older})
+        if older and not in_rows:
             rows = (f"(:LinkList {{uid: ${var[u]}_u, links: ${var[u]}_l}})" for u in older)
             parts.append("CREATE " + ", ".join(rows))
-            params.update({f"{var[u]}_l": lists[u] for u in older})
         if new_edges:
             links = []
             for k, e in enumerate(new_edges):
@@ -331,7 +338,9 @@ class KuzuWrites(KuzuBase):
         deleted and a new one created, never SET in place. The event statement MATCHes a row
         known to be there (a wrong bit would make it match nothing: the caller's check of its
         one row raises) and OPTIONAL MATCHes one not known: ~0.5 against ~1.4 ms a remember with
-        two such ends (Kùzu 0.11.3, 100k); a row known not to be there is only created."""
+        two such ends (Kùzu 0.11.3, 100k); a row known not to be there is only created. While
+        the lists go into the Memory rows (``_lists_in_rows``), a LinkList row there is deleted
+        and none created."""
         apart = {u: self._lists_apart(u) for u in older}
         return [u for u in older if apart[u]], [u for u in older if apart[u] is None]
 
@@ -355,12 +364,7 @@ class KuzuWrites(KuzuBase):
             for i in ids:
                 # the neighbours' recent-link lists name it: unset them, to be rebuilt
                 self._q(
-                    "MATCH (n:Memory {uid: $uid})-[:Link]-(m:Memory) SET m.recent_links = NULL",
-                    {"uid": uid(namespace, i)},
-                )
-                self._q(
-                    "MATCH (n:Memory {uid: $uid})-[:Link]-(m:Memory) "
-                    "MATCH (l:LinkList {uid: m.uid}) DELETE l",
+                    "MATCH (n:Memory {uid: $uid})-[:Link]-(m:Memory) " + unset_lists("m"),
                     {"uid": uid(namespace, i)},
                 )
                 self._q("MATCH (l:LinkList {uid: $uid}) DELETE l", {"uid": uid(namespace, i)})
