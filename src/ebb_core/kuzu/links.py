@@ -143,12 +143,11 @@ class KuzuLinks(KuzuBase):
         in_row = into_row or self._lists_in_rows()
         apart = None if into_row else self._lists_apart(u)
         if in_row:
-            query = "MATCH (n:Memory {uid: $u}) SET n.recent_links = $l RETURN 1"
+            query = "MATCH (n:Memory {uid: $u}) "
+            row = None
             if apart is not False and not into_row:  # a row it may have would override
-                query = (
-                    "MATCH (n:Memory {uid: $u}) OPTIONAL MATCH (l:LinkList {uid: $u}) "
-                    "SET n.recent_links = $l DELETE l RETURN 1"
-                )
+                query, row = query + "OPTIONAL MATCH (l:LinkList {uid: $u}) ", "l"
+            query += lists_into_rows([("n", "l", row)]) + " RETURN 1"
             self._q(query, {"u": u, "l": encoded})
         else:
             # a new row, never one SET in place (see kuzu.tables)
@@ -249,6 +248,17 @@ class KuzuLinks(KuzuBase):
                     other = _row_to_node(r[5:])
                     out.append(Incident(i, _edge_from(namespace, other.id, i, r), other))
         return out
+
+
+def lists_into_rows(lists: Sequence[tuple[str, str, str | None]]) -> str:
+    """Clauses writing recent-link lists into Memory rows: for each ``(memory, list, row)``,
+    SET the query parameter ``$list`` as the list of the Memory row bound to ``memory``, and
+    DELETE the LinkList row bound to ``row`` (by the caller's MATCH, or OPTIONAL MATCH where
+    one may be there; None: known to have none), which would override it (see
+    ``kuzu.tables``). Names of variables and parameters only: the lists stay parameters."""
+    sets = ", ".join(f"{memory}.recent_links = ${list_}" for memory, list_, _ in lists)
+    rows = [row for _, _, row in lists if row is not None]
+    return f"SET {sets}" + (f" DELETE {', '.join(rows)}" if rows else "")
 
 
 def unset_lists(var: str) -> str:

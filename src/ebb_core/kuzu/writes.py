@@ -23,7 +23,7 @@ from .base import KuzuBase
 from .engine import (
     DuplicateKey,
 )
-from .links import unset_lists
+from .links import lists_into_rows, unset_lists
 from .mirror import Adjusted, Deleted, FieldsSet, LinksSet, NodesWritten, VectorsWritten
 from .queries import (
     _SMALL,
@@ -303,11 +303,12 @@ class KuzuWrites(KuzuBase):
         for node_id, adj in changes.items():
             u = uid(namespace, node_id)
             sets += _change_sets(var[u], adj, self._rows_cache.rows.get(u), params)
-        if in_rows:  # ... or dropped, the lists going into the rows
-            sets += [f"{var[u]}.recent_links = ${var[u]}_l" for u in older]
         if sets:
             parts.append("SET " + ", ".join(sets))
-        if replaced:
+        if in_rows and older:  # ... or dropped, the lists going into the rows
+            held = {u: f"l{var[u]}" for u in replaced}
+            parts.append(lists_into_rows([(var[u], f"{var[u]}_l", held.get(u)) for u in older]))
+        elif replaced:
             parts.append("DELETE " + ", ".join(f"l{var[u]}" for u in replaced))
         params.update({f"{var[u]}_l": lists[u] for u in older})
         if older and not in_rows:
