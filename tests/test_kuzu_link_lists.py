@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import kuzu
+import pytest
 
 from ebb_core import Brain, FixedClock
 from ebb_core.kuzu.queries import SEP
@@ -43,6 +44,15 @@ def _fill(brain: Brain) -> None:
     brain.remember("lantern keeper's log", kind="note", id="n:log", links=["n:0", "n:1"])
     brain.connect("n:2", "n:3", kind="mentions", weight=2.0)
     brain.recall("lantern keeper", k=5)  # reinforces what it returns, and their links
+
+
+@pytest.fixture
+def filled(tmp_path: Path, clock: FixedClock) -> Path:
+    """The path of a store :func:`_fill` filled, its older ends' lists in LinkList (closed)."""
+    path = tmp_path / "s.kuzu"
+    with _opened(path, clock) as brain:
+        _fill(brain)
+    return path
 
 
 def _answers(brain: Brain) -> list[Any]:
@@ -137,10 +147,9 @@ def test_a_list_changed_again_replaces_its_row_and_a_rollback_keeps_it(
         assert "n:log" not in _linked(again, "n:4")
 
 
-def test_unsetting_a_list_deletes_its_link_list_row(tmp_path: Path, clock: FixedClock) -> None:
-    path = tmp_path / "s.kuzu"
+def test_unsetting_a_list_deletes_its_link_list_row(filled: Path, clock: FixedClock) -> None:
+    path = filled
     with _opened(path, clock) as brain:
-        _fill(brain)
         brain.forget("n:log", reason="test")
         brain.approve_deletion("n:log", approved_by="tester")
     memory, lists = _rows(path)
@@ -168,22 +177,21 @@ def test_an_import_linking_a_stored_memory_unsets_its_list_in_both_places(
     assert "n:0" not in lists and "n:new" in (memory["n:0"] or "")
 
 
-def test_a_salvage_keeps_the_link_list_lists(tmp_path: Path, clock: FixedClock) -> None:
-    path = tmp_path / "s.kuzu"
-    with _opened(path, clock) as brain:
-        _fill(brain)
+def test_a_salvage_keeps_the_link_list_lists(
+    filled: Path, tmp_path: Path, clock: FixedClock
+) -> None:
+    with _opened(filled, clock) as brain:
         before = _answers(brain)
-    salvage(path, tmp_path / "r.kuzu")
+    salvage(filled, tmp_path / "r.kuzu")
     with Brain.open(tmp_path / "r.kuzu", namespace="t", clock=clock) as again:
         assert _answers(again) == before
 
 
 def test_a_schema_4_store_opens_gains_the_table_and_gives_the_same_answers(
-    tmp_path: Path, clock: FixedClock
+    filled: Path, clock: FixedClock
 ) -> None:
-    path = tmp_path / "s.kuzu"
+    path = filled
     with _opened(path, clock) as brain:
-        _fill(brain)
         before = _answers(brain)
     # as schema 4 stored it: every list in its Memory row, no LinkList table, version 4
     db = kuzu.Database(str(path))
@@ -224,14 +232,9 @@ def _schema_check(path: Path) -> tuple[bool, str]:
     return check.ok, check.detail
 
 
-def test_doctor_fails_a_schema_5_store_without_its_link_list_table(
-    tmp_path: Path, clock: FixedClock
-) -> None:
-    path = tmp_path / "s.kuzu"
-    with _opened(path, clock) as brain:
-        _fill(brain)
-    _kuzu(path, "DROP TABLE LinkList")
-    assert _schema_check(path) == (False, "tables missing: ['LinkList']")
+def test_doctor_fails_a_schema_5_store_without_its_link_list_table(filled: Path) -> None:
+    _kuzu(filled, "DROP TABLE LinkList")
+    assert _schema_check(filled) == (False, "tables missing: ['LinkList']")
 
 
 def test_within_one_node_group_a_changed_list_is_set_in_its_memory_row(
@@ -253,11 +256,9 @@ def test_within_one_node_group_a_changed_list_is_set_in_its_memory_row(
 
 
 def test_lists_move_between_row_and_link_list_as_the_table_crosses_the_threshold(
-    tmp_path: Path, clock: FixedClock
+    filled: Path, clock: FixedClock
 ) -> None:
-    path = tmp_path / "s.kuzu"
-    with _opened(path, clock) as brain:  # a large store: n:0's list goes to LinkList
-        _fill(brain)
+    path = filled  # a large store: n:0's list went to LinkList
     assert "n:log" in _rows(path)[1]["n:0"]
     # within the threshold: n:0's new list goes into its row and its LinkList row goes
     with _opened(path, clock, in_rows_upto=10) as brain:
@@ -281,11 +282,9 @@ def test_lists_move_between_row_and_link_list_as_the_table_crosses_the_threshold
 
 
 def test_a_rolled_back_move_into_the_row_keeps_the_link_list_row(
-    tmp_path: Path, clock: FixedClock
+    filled: Path, clock: FixedClock
 ) -> None:
-    path = tmp_path / "s.kuzu"
-    with _opened(path, clock) as brain:
-        _fill(brain)
+    path = filled
     with _opened(path, clock, in_rows_upto=100) as brain:
         brain.remember("a filler", kind="note", id="n:fill")  # the store knows its size
         store: Any = brain._s.store
