@@ -416,12 +416,10 @@ class KuzuSession(KuzuFiles):
             if begun or sealed:  # a transaction that only read leaves the WAL as it was
                 self._maybe_checkpoint()
             self._let_go_of_tables()
-            if copied >= _COPY_VIA_FILE:
+            if copied >= _RELEASE_AFTER_COPIED:
                 # A large COPY at the commit (a first maintain's 809k audit rows at 1M): what
                 # its columns freed goes back to the system now, not at the next replaced
-                # connection (bench_core's 1M peak RSS, reached in the recalls after that
-                # maintain, was 3,121 MB without this, 2,967 MB with it). Not for smaller ones:
-                # at 100k (82k rows) the recalls after it were slower with the release.
+                # connection (see _RELEASE_AFTER_COPIED).
                 _release_arrow_memory()
             _let_interrupts_go(gate, raise_held=True)  # a Ctrl-C held till the commit, now
 
@@ -558,4 +556,11 @@ def _let_interrupts_go(gate: Any, *, raise_held: bool) -> None:
 
 _ARROW_ROWS = 1 << 21  # rows per chunk of an Arrow result (see KuzuSession._arrow)
 _COPY_VIA_FILE = 200_000  # rows from which a bulk load goes through a Parquet file
+#: Rows a transaction COPYs at its commit (its ``_at_commit`` tables) from which the commit
+#: hands the memory their columns freed back to the system (``_release_arrow_memory``). Past
+#: it, the release pays: bench_core's 1M peak RSS, reached in the recalls after a first
+#: maintain that COPYs 809k audit rows, was 3,121 MB without it, 2,967 MB with it (efc6f8b);
+#: below it, it costs: at 100k (82k rows) the recalls after it were slower with the release.
+#: Any value between the two would do; 200k, the Parquet threshold's, was the one measured.
+_RELEASE_AFTER_COPIED = 200_000
 _HELD_MAX = 64 << 20  # Arrow bytes a connection may keep before it is replaced
