@@ -1,7 +1,8 @@
 """What a bulk import stores that it computes column-wise: the recent-link lists and keys it
 writes with the memories (equal to a plain reference, ties of ``reinforced_at`` included), and the
 id checks of the plan (an id twice in a namespace refused, the same id in two namespaces
-taken, a clash with a stored memory refused with nothing written)."""
+taken, a clash with a stored memory refused with nothing written), and the lists an import
+builds in two halves equal to those built in one piece."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ import pytest
 from ebb_core import Brain, FixedClock, scoring
 from ebb_core.clock import to_us
 from ebb_core.errors import InvalidInput
+from ebb_core.kuzu.bulk import _lists_in_halves
+from ebb_core.kuzu.maintain import _recent_link_lists
 from ebb_core.kuzu.queries import LINK_SEP, RECENT_LINKS, SEP
 from ebb_core.kuzu_store import KuzuStore
 
@@ -141,3 +144,32 @@ def test_an_import_checks_ids_per_namespace(tmp_path: Path, clock: FixedClock) -
         assert not store.existing_ids("b", ["note:q"])
     finally:
         brain.close()
+
+
+def test_the_lists_built_in_halves_equal_those_built_in_one_piece() -> None:
+    """An import builds its lists in two threads, one half of the memories each, from one
+    doubled edge list they share: the same lists as maintain's one piece, ties and hubs on
+    both sides of the cut included."""
+    import pyarrow as pa
+
+    rng = np.random.default_rng(11)
+    n, m = 301, 2_000  # odd: the halves differ by one
+    a = rng.integers(0, n - 4, m)
+    b = (a + rng.integers(1, n - 4, m)) % (n - 4)  # the last four have no links
+    a[:300] = rng.choice([3, n // 2 - 1, n // 2], 300)  # hubs at and beside the cut
+    nodes = pa.table({"i": pa.array([f"note:m{i:03d}" for i in range(n)])})
+    edges = pa.table(
+        {
+            "a": a,
+            "b": b,
+            "t": rng.integers(0, 5, m) * 1_000_000,  # few distinct times: many ties
+            "k": pa.array(rng.choice(["related", "about"], m).tolist()),
+            "w": rng.random(m).round(3),
+        }
+    )
+    whole = _recent_link_lists(nodes, edges, np.arange(n))
+    halves = _lists_in_halves(nodes, edges, np.arange(n))
+    assert halves.to_pylist() == whole.to_pylist()
+    lists = whole.to_pylist()
+    assert all(x == "" for x in lists[-4:])
+    assert all(x.count(LINK_SEP) == RECENT_LINKS - 1 for x in lists[n // 2 - 1 : n // 2 + 1])
