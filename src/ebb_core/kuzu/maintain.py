@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 from itertools import repeat
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..clock import to_us
 from ..errors import InvalidInput
@@ -405,8 +405,45 @@ class _CacheBuild:
             self.wait()
 
 
+class _Doubled(NamedTuple):
+    """What :func:`_recent_link_lists` builds before it sorts, the same for every slice of
+    the memories: each node offset's row in ``nodes`` (-1: none), the links' end offsets and
+    times, and the memories' rows of the doubled edge list (each link at its source, then
+    each at its destination). Rows as int32: half the bytes of int64."""
+
+    pos: Any
+    src: Any
+    dst: Any
+    t: Any
+    me: Any
+
+
+def _doubled_links(nodes: Any, edges: Any, offsets: Any) -> _Doubled:
+    import numpy as np
+
+    pos = np.full(int(offsets.max()) + 1, -1, np.int32)
+    pos[offsets] = np.arange(nodes.num_rows)
+    src, dst, t = edges["a"].to_numpy(), edges["b"].to_numpy(), edges["t"].to_numpy()
+    return _Doubled(pos, src, dst, t, pos[np.concatenate([src, dst])])
+
+
+def _entries(me: Any, t: Any, rows: tuple[int, int] | None) -> tuple[Any, Any, Any]:
+    """The doubled edge list's entries of the memories in ``rows`` (None: all): their memories'
+    rows, their times (entry k is link k % m's), their positions in it (None: all)."""
+    import numpy as np
+
+    if rows is None:
+        return me, np.concatenate([t, t]), None
+    sel = np.flatnonzero((me >= rows[0]) & (me < rows[1]))
+    return me[sel], np.take(t, sel, mode="wrap") if len(t) else t[:0], sel
+
+
 def _recent_link_lists(
-    nodes: Any, edges: Any, offsets: Any, rows: tuple[int, int] | None = None
+    nodes: Any,
+    edges: Any,
+    offsets: Any,
+    rows: tuple[int, int] | None = None,
+    doubled: _Doubled | None = None,
 ) -> Any:
     """Every memory's list of its most recently reinforced links, as one Arrow list column in
     ``nodes`` row order, built without a Python loop over edges (the strings in slices of
@@ -414,22 +451,17 @@ def _recent_link_lists(
     doubled edge list is ordered by memory, then newest first, with Arrow's stable multi-key
     sort (numpy's ``lexsort``, the same order, took 6.3 against 3.2 s CPU for 10M entries);
     each memory's entries are joined with their separators and cut into lists by offsets.
-    ``rows`` (lo, hi): only those rows' lists, the others empty (an import's two threads)."""
+    ``rows`` (lo, hi): only those rows' lists, the others empty (an import's two threads);
+    ``doubled``: :func:`_doubled_links` of the same arguments, built once for both threads
+    (without it, built here and let go once sorted)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     n = nodes.num_rows
-    size = int(offsets.max()) + 1
-    pos = np.full(size, -1, np.int64)
-    pos[offsets] = np.arange(n)
-    src, dst = edges["a"].to_numpy(), edges["b"].to_numpy()
+    pos, src, dst, t, me = doubled if doubled is not None else _doubled_links(nodes, edges, offsets)
     m = len(src)
-    me, t = pos[np.concatenate([src, dst])], edges["t"].to_numpy()
-    t2, sel = np.concatenate([t, t]), None
-    if rows is not None:
-        sel = np.flatnonzero((me >= rows[0]) & (me < rows[1]))
-        me, t2 = me[sel], t2[sel]
+    me, t2, sel = _entries(me, t, rows)
     keys = pa.table({"me": me, "t": t2})
     order = pc.sort_indices(keys, sort_keys=[("me", "ascending"), ("t", "descending")])
     order = order.to_numpy()
