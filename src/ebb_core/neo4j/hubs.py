@@ -55,10 +55,17 @@ def order_key(e: str, h: str) -> str:
     )
 
 
-#: Whether ``s``'s list answers a recall taking keys at half-life ``$h``.
-HUB_OK = "coalesce(s.hub_h = $h AND s.hub_deg = COUNT { (s)-[:LINK]-() }, false)"
+#: Whether ``s``'s list answers a recall taking keys at half-life ``$h`` (a memory with no
+#: list is not counted: its degree costs reads, and most memories a recall meets are no hubs).
+HUB_OK = (
+    "CASE WHEN s.hub_deg IS NULL THEN false "
+    "ELSE coalesce(s.hub_h = $h AND s.hub_deg = COUNT { (s)-[:LINK]-() }, false) END"
+)
 #: Whether ``s``'s list of superseders is complete (the half-life does not matter).
-SUP_OK = "coalesce(s.hub_deg = COUNT { (s)-[:LINK]-() }, false)"
+SUP_OK = (
+    "CASE WHEN s.hub_deg IS NULL THEN false "
+    "ELSE coalesce(s.hub_deg = COUNT { (s)-[:LINK]-() }, false) END"
+)
 
 #: The links of ``s`` as rows ``e, m`` (the link, its other end): every link, or for a hub
 #: (``hub``) those of its list. A subquery call; ``s`` and ``hub`` in scope.

@@ -23,9 +23,32 @@ from .queries import (
 )
 from .session import Neo4jSession
 
-#: A link's decayed weight at ``$now`` (scoring.decay: a link reinforced after ``$now``, clock
-#: skew, counts as reinforced at ``$now``).
-_DW = f"e.weight * {_DECAY.format(t='e.reinforced_us')}"
+
+def _top_links(keep: str, least: str, limit: str, sort: str) -> str:
+    """After :data:`~.hubs.LINK_ROWS` (rows ``e, m``; ``s`` and the variables ``keep`` in
+    scope): the first ``limit`` of the links with a decayed weight at ``$now`` of at least
+    ``least`` whose other end is not frozen, ordered by decayed weight and then ``sort``, as
+    rows ``f = [s, m, e, dw, w, t, keep…]`` (``w``, ``t``: the link's weight and reinforced
+    time). A recall's server time goes on property reads: each is read once here, and the
+    other end's tier (in decayed order) and the tie-breaks (ids, kind) only for the links
+    that can make the first ``limit``: when there are more, the ``limit``-th strongest live
+    link's decayed weight is found first and the links below it are left unread (a second
+    hop's relays have ~700 links at 100k, of which it keeps 160). The answer is the plain
+    top ``limit``'s: every link in it is at least as strong as that one. (scoring.decay: a
+    link reinforced after ``$now``, clock skew, counts as reinforced at ``$now``.)"""
+    return (
+        f"WITH s, {keep}m, e, e.weight AS w, e.reinforced_us AS t "
+        f"WITH s, {keep}m, e, w, t, w * {_DECAY.format(t='t')} AS dw WHERE dw >= {least} "
+        f"WITH collect([s, m, e, dw, w, t, {keep}null]) AS found "
+        f"OPTIONAL CALL (found) {{ WITH found WHERE size(found) > {limit} "
+        "UNWIND found AS f WITH f ORDER BY f[3] DESC WITH f WHERE f[1].tier < 4 "
+        f"WITH f LIMIT {limit} RETURN min(f[3]) AS last }} "
+        # (a CASE: the planner would read every tier before comparing the weights)
+        "UNWIND found AS f WITH f, CASE WHEN last IS NULL OR f[3] >= last THEN f[1].tier END "
+        "AS tier WHERE tier < 4 "
+        f"WITH f, tier, f[1].id AS mid, f[2].kind AS kind ORDER BY f[3] DESC, {sort} "
+        f"LIMIT {limit} "
+    )
 
 
 #: The strongest links of ``s`` (decayed weight at least ``$lmin``, other end not frozen, at
@@ -33,10 +56,10 @@ _DW = f"e.weight * {_DECAY.format(t='e.reinforced_us')}"
 #: its other end, as one list ``links`` (a subquery's body; ``s`` and ``hub`` in scope: a hub
 #: whose list holds is read from its list, see :mod:`.hubs`).
 _LINKS_OF_S = (
-    LINK_ROWS + f"WITH s, m, e, {_DW} AS dw WHERE dw >= $lmin WITH s, m, e, dw WHERE m.tier < 4 "
-    "WITH m, e, dw, startNode(e) = s AS out ORDER BY dw DESC, m.id, e.kind LIMIT $per "
-    "RETURN collect([m.id, e.kind, out, e.weight, e.reinforced_us, dw, m.key, m.pinned, "
-    "m.tier, m.kind]) AS links"
+    LINK_ROWS
+    + _top_links("", "$lmin", "$per", "mid, kind")
+    + "WITH f, f[1] AS m, tier, mid, kind RETURN collect([mid, kind, startNode(f[2]) = f[0], "
+    "f[4], f[5], f[3], m.key, m.pinned, tier, m.kind]) AS links"
 )
 
 #: ``s``'s links and superseders (``links``, ``sup``), ``s`` in scope.
@@ -139,15 +162,13 @@ class Neo4jSearch(Neo4jSession):
             # Decay first (relationship properties only), then the other end's tier: a hub's
             # stale edges never cost a node read.
             # a hub's links from its list (see .hubs)
-            f"UNWIND $ids AS i MATCH (s:Memory {{ns: $ns, id: i}}) WITH s, {HUB_OK} AS hub "
+            f"UNWIND $ids AS i MATCH (s:Memory {{ns: $ns, id: i}}) WITH i, s, {HUB_OK} AS hub "
             + LINK_ROWS
-            + f"WITH s, m, e, e.weight * {_DECAY.format(t='e.reinforced_us')} AS dw "
-            "WHERE dw >= $min WITH s, m, e, dw WHERE m.tier < 4 "
-            "WITH s.id AS s, m AS o, m.id AS m, e.kind AS kind, startNode(e) = s AS out, "
-            "e.weight AS w, e.reinforced_us AS t, dw ORDER BY dw DESC, m, s, kind LIMIT $lim "
+            + _top_links("i, ", "$min", "$lim", "mid, f[6], kind")
+            + "WITH f, f[1] AS o, tier, mid, kind "
             # one record of rows: the driver's cost is per record (a second hop reads 160)
-            "RETURN collect([s, m, kind, out, w, t, dw, o.key, o.pinned, o.tier, o.kind]) "
-            "AS rows",
+            "RETURN collect([f[6], mid, kind, startNode(f[2]) = f[0], f[4], f[5], f[3], o.key, "
+            "o.pinned, tier, o.kind]) AS rows",
             {
                 "ns": namespace,
                 "ids": ids,
