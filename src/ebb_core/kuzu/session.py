@@ -34,7 +34,7 @@ from .engine import (
     _writes,
     storage_error,
 )
-from .parquet_ahead import ParquetAhead
+from .parquet_ahead import ROW_GROUP, ParquetAhead
 from .queries import (
     _release_arrow_memory,
 )
@@ -126,7 +126,7 @@ class KuzuFiles(KuzuBase):
         fd, path = tempfile.mkstemp(prefix=self._copy_prefix(), suffix=".parquet", dir=folder)
         os.close(fd)
         try:
-            pq.write_table(table, path)
+            pq.write_table(table, path, row_group_size=ROW_GROUP)
             if create:
                 self._run(f"LOAD FROM '{path}' {create}", solo=solo)
             else:
