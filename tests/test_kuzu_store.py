@@ -1084,8 +1084,8 @@ FAILED_IMPORT = textwrap.dedent(
         inner = b.store.inner if hasattr(b.store, "inner") else b.store
         real_insert, real_run = inner.bulk_insert, inner._run
 
-        def insert_then_fail(nodes, edges):  # the memories and links are written
-            real_insert(nodes, edges)
+        def insert_then_fail(nodes, edges, **kwargs):  # the memories and links are written
+            real_insert(nodes, edges, **kwargs)
             if len(edges["src"]):
                 raise StorageError("injected: out of memory after the links' write")
 

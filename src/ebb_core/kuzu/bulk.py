@@ -236,7 +236,11 @@ class KuzuBulk(KuzuBase):
         self._import_marker = IMPORT_PENDING
 
     def bulk_insert(
-        self, nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]
+        self,
+        nodes: Mapping[str, Sequence[Any]],
+        edges: Mapping[str, Sequence[Any]],
+        *,
+        ends: tuple[Any, Any] | None = None,
     ) -> None:
         """Write an import's memory and link columns: inside a committed bulk load (before
         the caller's transaction has written anything), each ``COPY``ed and committed on its
@@ -261,7 +265,10 @@ class KuzuBulk(KuzuBase):
         node_uids = _uids(nodes["namespace"], nodes["id"]) if n else pa.array([], pa.string())
         src = _uids(edges["namespace"], edges["src"]) if m else pa.array([], pa.string())
         dst = _uids(edges["namespace"], edges["dst"]) if m else pa.array([], pa.string())
-        a, b = pc.index_in(src, value_set=node_uids), pc.index_in(dst, value_set=node_uids)
+        if ends is not None:  # matched by the caller (see the contract's bulk_insert)
+            a, b = ends
+        else:
+            a, b = pc.index_in(src, value_set=node_uids), pc.index_in(dst, value_set=node_uids)
         inside = m == 0 or (a.null_count == 0 and b.null_count == 0)
         stage = self._stage
         solo = stage is not None and not self._begun and (n > 0 or m > 0)

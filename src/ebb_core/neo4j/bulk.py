@@ -176,12 +176,19 @@ def _namespaces(
     return sorted(names | set(_pylist(edges.get("namespace", []))))
 
 
-def _ends_inside(nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]) -> bool:
-    """Whether both ends of every edge are among ``nodes``."""
+def _ends_inside(
+    nodes: Mapping[str, Sequence[Any]],
+    edges: Mapping[str, Sequence[Any]],
+    ends: tuple[Any, Any] | None,
+) -> bool:
+    """Whether both ends of every edge are among ``nodes`` (``ends``: their rows among them,
+    if the caller matched them)."""
     if not len(edges.get("src", ())):
         return True
     import pyarrow.compute as pc
 
+    if ends is not None:
+        return all(at.null_count == 0 for at in ends)
     known = _keys(nodes["namespace"], nodes["id"])
     return all(
         bool(pc.all(pc.is_in(_keys(edges["namespace"], edges[c]), value_set=known)).as_py())
@@ -252,7 +259,11 @@ class Neo4jBulk(Neo4jSession):
             state.stage = None
 
     def bulk_insert(
-        self, nodes: Mapping[str, Sequence[Any]], edges: Mapping[str, Sequence[Any]]
+        self,
+        nodes: Mapping[str, Sequence[Any]],
+        edges: Mapping[str, Sequence[Any]],
+        *,
+        ends: tuple[Any, Any] | None = None,
     ) -> None:
         # Columns go as columns, batch by batch (a million memories and five million links as
         # row dicts at once took ~8 GB in the client); links between memories created here are
@@ -263,7 +274,7 @@ class Neo4jBulk(Neo4jSession):
             and stage.marker is None
             and set(_SCORES) <= set(nodes)
             and len(nodes["id"])
-            and _ends_inside(nodes, edges)
+            and _ends_inside(nodes, edges, ends)
         ):
             _note_ends(stage, ends_of_links(edges, hubs=True))
             self._staged(stage, nodes, edges)

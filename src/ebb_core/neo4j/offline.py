@@ -105,7 +105,13 @@ class _CsvStore(GraphStore):
     def last_audit_seq(self, namespace: str) -> int:
         return max((a.seq for a in self.audit if a.namespace == namespace), default=0)
 
-    def bulk_insert(self, nodes: Mapping[str, Any], edges: Mapping[str, Any]) -> None:
+    def bulk_insert(
+        self,
+        nodes: Mapping[str, Any],
+        edges: Mapping[str, Any],
+        *,
+        ends: tuple[Any, Any] | None = None,
+    ) -> None:
         if self.nodes is not None or "key" not in nodes:  # only the one-shot, keyed path
             raise InvalidInput(
                 "this export cannot be bulk-loaded into an empty database (its links point "
