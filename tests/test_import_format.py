@@ -114,3 +114,47 @@ def test_an_export_parsed_in_small_pieces_gives_the_same_columns(
             path.write_text(data)
             assert parsed(path) == whole, chunk
             assert parsed(data.encode()) == whole, chunk
+
+
+@pytest.mark.parametrize("threaded", [False, True])
+def test_links_ends_are_matched_the_same_in_two_threads(
+    brain: Brain, monkeypatch: pytest.MonkeyPatch, threaded: bool
+) -> None:
+    """An import matches its links' ends against its memories once (in two threads past
+    ``_THREADED_FROM`` links) and hands those rows to the store: links inside a file loaded
+    into an empty namespace, a link to a memory stored before, and a link to a memory nowhere
+    (refused, nothing written)."""
+    from ebb_core import import_job
+
+    monkeypatch.setattr(import_job, "_THREADED_FROM", 1 if threaded else 10**9)
+    counts = brain.import_(
+        _jsonl(
+            {"text": "Acme is our largest client", "id": "client:acme"},
+            {"text": "We bill per ticket", "id": "decision:bill"},
+            {"text": "Invoices go out monthly", "id": "note:monthly"},
+            {"src": "decision:bill", "dst": "note:monthly", "kind": "implies"},
+            {"src": "client:acme", "dst": "decision:bill"},
+        )
+    )
+    assert counts == {"nodes": 3, "edges": 2, "audit": 0}
+    with pytest.raises(InvalidInput, match="client:nowhere"):
+        brain.import_(
+            _jsonl(
+                {"text": "Acme pays late", "id": "note:late"},
+                {"src": "note:late", "dst": "client:nowhere"},
+            )
+        )
+    with pytest.raises(KeyError):
+        brain.get("note:late")
+    brain.import_(
+        _jsonl(
+            {"text": "Acme pays late", "id": "note:late"},
+            {"src": "note:late", "dst": "client:acme"},
+        )
+    )
+    assert {(n.node.id, n.edge.kind) for n in brain.neighbors("decision:bill")} == {
+        ("note:monthly", "implies"),
+        ("client:acme", "related"),
+    }
+    assert {n.node.id for n in brain.neighbors("client:acme")} == {"decision:bill", "note:late"}
+    assert brain.recall("invoices monthly", reinforce=False)[0].id == "note:monthly"

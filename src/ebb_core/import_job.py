@@ -48,6 +48,9 @@ def _first_line(source: bytes | Path) -> str:
     return ""
 
 
+_THREADED_FROM = 100_000  # links from which the two ends are matched in two threads
+
+
 class _ImportJob:
     """What one import stores, checked: its columns, audit entries, ids by namespace, and its
     edges' ends matched against its memories (``ends``: their positions among them, null
@@ -83,11 +86,20 @@ class _ImportJob:
         edge_ns = _column(edge_cols["namespace"], "string")
         self.edge_namespaces = set(pc.unique(edge_ns).to_pylist())
         # each end's position among the memories (null: outside the file), matched once and
-        # kept for the keys (transfer._file_keys)
-        self.ends = [
-            pc.index_in(_keyed(edge_ns, edge_cols[c]), value_set=self.node_keys)
-            for c in ("src", "dst")
-        ]
+        # kept for the keys (transfer._file_keys) and the store (bulk_insert's ends); the two
+        # ends in two threads (Arrow releases the GIL: 1.2-1.5 against 1.8-2.6 s for 5M links)
+        node_keys = self.node_keys
+
+        def match(c: str) -> Any:
+            return pc.index_in(_keyed(edge_ns, edge_cols[c]), value_set=node_keys)
+
+        if len(edge_ns) < _THREADED_FROM:
+            self.ends = [match("src"), match("dst")]
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(2, thread_name_prefix="ebb-ends") as pool:
+                self.ends = list(pool.map(match, ("src", "dst")))
         for c, at in zip(("src", "dst"), self.ends, strict=True):
             if not at.null_count:
                 continue
