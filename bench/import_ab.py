@@ -29,22 +29,22 @@ sys.path.insert(0, sys.argv[3])
 import synth
 from ebb_core import Brain
 from ebb_core.clock import FixedClock
-path, data = sys.argv[1:3]
-with Brain.open(path, namespace="bench", clock=FixedClock(synth.NOW)) as b:
+path, data, ns = sys.argv[1], sys.argv[2], sys.argv[4]
+with Brain.open(path, namespace=ns, clock=FixedClock(synth.NOW)) as b:
     t0, c0 = time.perf_counter(), time.process_time()  # as bench_core: the import_ call
-    counts = b.import_(data, namespace="bench")
+    counts = b.import_(data, namespace=ns)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 print(json.dumps({"nodes": counts["nodes"], "wall_s": wall, "cpu_s": cpu, "peak_rss_mb": rss}))
 """
 
 
-def _one(src: Path, data: Path, workdir: Path) -> dict[str, Any]:
+def _one(src: Path, data: Path, workdir: Path, namespace: str) -> dict[str, Any]:
     folder = Path(tempfile.mkdtemp(dir=workdir))
     try:
         env = {**os.environ, "PYTHONPATH": str(src)}
         out = subprocess.run(
-            [sys.executable, "-c", CHILD, str(folder / "db.kuzu"), str(data), str(HERE)],
+            [sys.executable, "-c", CHILD, str(folder / "db.kuzu"), str(data), str(HERE), namespace],
             capture_output=True,
             text=True,
             env=env,
@@ -64,6 +64,12 @@ def main() -> None:
     ap.add_argument("--other-src", type=Path, required=True, help="the other checkout's src")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()))
+    ap.add_argument(
+        "--namespace",
+        default="bench",
+        help="the import's namespace: every uid begins with it, so its length costs time and "
+        "memory (bench_core's, bench-<size>-<clock>, is 33 characters at 1M)",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     sides = {"new": HERE.parent / "src", "other": args.other_src}
@@ -71,7 +77,7 @@ def main() -> None:
     for r in range(args.rounds):
         order = ["other", "new"] if r % 2 == 0 else ["new", "other"]
         for side in order:
-            runs[side].append(_one(sides[side], args.data, args.workdir))
+            runs[side].append(_one(sides[side], args.data, args.workdir, args.namespace))
             print(side, json.dumps(runs[side][-1]), file=sys.stderr, flush=True)
     med = {
         side: {
