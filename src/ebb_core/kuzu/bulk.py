@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import EbbError, StorageError
-from ..records import NODE_COLUMNS
+from ..records import NODE_COLUMNS, repeated
 from .base import KuzuBase
 from .engine import _buffer_pool
 from .maintain import _doubled_links, _recent_link_lists
@@ -455,7 +455,7 @@ def _new_recent_links(
 
     # No links in this load: the new memories have none, so their lists are known (empty);
     # unset, a recall reaching them would build and write each one (a write per read).
-    recent = pa.nulls(n, pa.string()) if m else pa.array([""] * n, pa.string())
+    recent = pa.nulls(n, pa.string()) if m else repeated("", n)
     if n and m and inside:
         # Every edge joins two of these new memories: their recent-link lists follow
         # from the columns, as maintain would build them.
@@ -507,7 +507,7 @@ def _memory_table(nodes: Mapping[str, Sequence[Any]], node_uids: Any, recent: An
     def scores(name: str, zero: float) -> Any:
         # the Brain may send final scores with an import; otherwise they are recomputed
         typ = types[name]
-        return _col(nodes[name], typ) if name in nodes else pa.array([zero] * n, typ)
+        return _col(nodes[name], typ) if name in nodes else repeated(zero, n, typ)
 
     return pa.table(
         {
