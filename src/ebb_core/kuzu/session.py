@@ -34,7 +34,7 @@ from .engine import (
     _writes,
     storage_error,
 )
-from .parquet_ahead import ROW_GROUP, ParquetAhead
+from .parquet_ahead import ParquetAhead, write_parquet
 from .queries import (
     _release_arrow_memory,
 )
@@ -121,12 +121,10 @@ class KuzuFiles(KuzuBase):
             return
         import tempfile  # only a bulk load needs it (and random, shutil...)
 
-        import pyarrow.parquet as pq
-
         fd, path = tempfile.mkstemp(prefix=self._copy_prefix(), suffix=".parquet", dir=folder)
         os.close(fd)
         try:
-            pq.write_table(table, path, row_group_size=ROW_GROUP)
+            write_parquet(table, path)
             if create:
                 self._run(f"LOAD FROM '{path}' {create}", solo=solo)
             else:
