@@ -42,9 +42,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 HERE = Path(__file__).resolve().parent
+
+if TYPE_CHECKING:
+    from ebb_core.embeddings import Embedder as _EmbedderBase
+else:  # not imported at load: an older checkout may have no embeddings (see worker)
+    _EmbedderBase = object
 
 
 def worker(
@@ -131,7 +136,7 @@ def worker(
         brain.close()
 
 
-class _Switch:
+class _Switch(_EmbedderBase):
     """``real`` (an embedder), or until ``current`` is set to it, the FAKE hashing embedder
     under ``real``'s name and dimension: a store imported with cheap vectors, recalled and
     written with the model (its forward pass, threads and all, runs beside the store's work)."""
@@ -140,8 +145,10 @@ class _Switch:
         from ebb_core.embeddings import FakeEmbedder
 
         self.real, self.name = real, real.name
-        probe = real.embed_query("probe") if fake_first else None
-        self.current = FakeEmbedder(len(probe), name=real.name) if fake_first else real
+        self.current: Any = real
+        if fake_first:
+            probe = real.embed_query("probe")
+            self.current = FakeEmbedder(len(probe), name=real.name)
         self.cpu = 0.0  # CPU seconds (all threads) spent embedding since last reset
 
     def embed_documents(self, texts: Any) -> Any:
@@ -277,8 +284,8 @@ def main() -> None:
             out[name]["remember_p50_ms"] = round(pct(t, 50), 2)
             out[name]["remember_p95_ms"] = round(pct(t, 95), 2)
     for (name, what), c in cpus.items():
-        key = {"run": "cpu_p50_ms", "com": "common_cpu_p50_ms", "mem": "remember_cpu_p50_ms"}
-        out[name][key[what]] = round(pct(c, 50), 2)
+        cpu_key = {"run": "cpu_p50_ms", "com": "common_cpu_p50_ms", "mem": "remember_cpu_p50_ms"}
+        out[name][cpu_key[what]] = round(pct(c, 50), 2)
     for (name, what), e in embeds.items():  # the embedder's own time, taken out above
         if e:
             label = "remember_embed" if what == "mem" else "query_embed"

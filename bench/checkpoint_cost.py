@@ -44,7 +44,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import kuzu
 
@@ -99,7 +99,12 @@ def _writes(conn: Any, probe: str, uids: list[str], rng: random.Random, k: int, 
             for u in (a, b):
                 conn.execute("MATCH (n:Memory {uid: $u}) SET n.recent_links = NULL", {"u": u})
         elif probe in ("remember", "versioned", "replaced"):
-            new = {"a": a, "b": b, "u": f"probe\x1f{n}:{j}", "t": f"probe {n} {j} harbor lantern"}
+            new: dict[str, Any] = {
+                "a": a,
+                "b": b,
+                "u": f"probe\x1f{n}:{j}",
+                "t": f"probe {n} {j} harbor lantern",
+            }
             query = "MATCH (a:Memory {uid: $a}), (b:Memory {uid: $b}) "
             if probe == "replaced" and a != b:
                 query += (
@@ -134,7 +139,10 @@ def probe_once(store: Path, workdir: Path, probe: str, k: int, rounds: int) -> d
         shutil.copyfile(store, path)
         db = kuzu.Database(str(path), auto_checkpoint=False)
         conn = kuzu.Connection(db)
-        uids = [r[0] for r in conn.execute("MATCH (n:Memory) RETURN n.uid").get_all()]
+        result = conn.execute("MATCH (n:Memory) RETURN n.uid")
+        assert not isinstance(result, list)  # one statement, one result
+        # rows are lists (the stub's dict is for a connection option not set here)
+        uids = [r[0] for r in cast(list[list[Any]], result.get_all())]
         if probe in ("side", "replaced"):  # a schema-5 store has it
             conn.execute(
                 "CREATE NODE TABLE IF NOT EXISTS LinkList(uid STRING PRIMARY KEY, links STRING)"

@@ -90,7 +90,7 @@ def _step(op: str, db: Path, *extra: str) -> dict[str, Any]:
     )
     lines = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
     acks = [line["ack"] for line in lines if "ack" in line]
-    final = next((line for line in reversed(lines) if "op" in line), {})
+    final: dict[str, Any] = next((line for line in reversed(lines) if "op" in line), {})
     return {"rc": p.returncode, "acks": len(acks), **final, "stderr": p.stderr[-400:]}
 
 

@@ -67,7 +67,7 @@ from ebb_core.store import GraphStore
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 METRICS = ("r5", "r10", "ndcg10", "any10")
 #: the text index alone: nothing archived, activation out of the blend, no spreading
-TEXT_ONLY = {
+TEXT_ONLY: dict[str, Any] = {
     "hot_ratio": 0.0,
     "warm_ratio": 0.0,
     "cold_ratio": 0.0,
@@ -286,7 +286,7 @@ class Watch:
     def misses(self, evidence: set[str], top: Sequence[str]) -> list[dict[str, Any]]:
         """Each relevant turn missing from ``top``: its rank band, source and score parts."""
         order = {c.id: (i, c) for i, c in enumerate(self.ranked)}
-        out = []
+        out: list[dict[str, Any]] = []
         for e in sorted(evidence - set(top)):
             if e not in order:
                 out.append({"turn": e, "band": "not a candidate", "source": None})

@@ -144,15 +144,15 @@ def main() -> None:
         f"{'write p50':>9} {'write p95':>9} {'srv CPU':>8}"
     )
     for n in names:
-        r = res[n]
+        rows = res[n]
         fig = {
-            "p50": pct([x["ms"] for x in r], 50),
-            "p95": pct([x["ms"] for x in r], 95),
-            "read_p50": pct([x["read"] for x in r], 50),
-            "read_p95": pct([x["read"] for x in r], 95),
-            "write_p50": pct([x["write"] for x in r], 50),
-            "write_p95": pct([x["write"] for x in r], 95),
-            "write_max": max(x["write"] for x in r),
+            "p50": pct([x["ms"] for x in rows], 50),
+            "p95": pct([x["ms"] for x in rows], 95),
+            "read_p50": pct([x["read"] for x in rows], 50),
+            "read_p95": pct([x["read"] for x in rows], 95),
+            "write_p50": pct([x["write"] for x in rows], 50),
+            "write_p95": pct([x["write"] for x in rows], 95),
+            "write_max": max(x["write"] for x in rows),
             "server_cpu_s": round(cpu[n], 1),
         }
         out[n] = {k: round(v, 1) for k, v in fig.items()}

@@ -28,13 +28,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 import synth
 from ebb_core import Brain, FixedClock
 from ebb_core.backends import open_store
+from ebb_core.kuzu_store import KuzuStore
 
 
 class _Timed:
     """A Kùzu connection whose ``execute`` calls are timed and named by their query text."""
 
     def __init__(self, conn: Any, sink: list[tuple[str, float, float]]) -> None:
-        self._conn, self._sink, self._names = conn, sink, {}
+        self._conn, self._sink = conn, sink
+        self._names: dict[int, str] = {}
 
     def prepare(self, query: str) -> Any:
         stmt = self._conn.prepare(query)
@@ -92,6 +94,7 @@ def main() -> None:
     data = work / f"graph-{args.size}.jsonl"
     db = work / f"profile-{args.size}-{time.time_ns()}.kuzu"
     store = open_store("kuzu", db)
+    assert isinstance(store, KuzuStore)  # its checkpoint is forced below
     clock = FixedClock(synth.NOW)
     ns = f"bench-{args.size}"
     brain = Brain(store, namespace=ns, clock=clock)

@@ -121,7 +121,7 @@ def queries(count: int, seed: int = 11, vocab_size: int = 20_000) -> list[str]:
     words = Zipf(len(vocab), 1.07, qrng)
     out = []
     for _ in range(count):
-        picks = []
+        picks: list[str] = []
         while len(picks) < qrng.randint(1, 3):
             r = words.draw()
             if r >= 50:  # the commonest words behave like stop words

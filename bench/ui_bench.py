@@ -64,7 +64,7 @@ def run_size(n: int, workdir: Path, queued: int, repeat: int) -> dict[str, Any]:
         [*argv, "ui", "--port", str(port)], env=env, stderr=subprocess.PIPE, text=True
     )
     base = f"http://127.0.0.1:{port}"
-    calls = {
+    calls: dict[str, tuple[str, dict[str, str | int]]] = {
         "page": ("/", {}),
         "queue": ("/api/queue", {}),
         "graph top 30": ("/api/graph", {"k": 30}),

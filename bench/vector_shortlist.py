@@ -1,6 +1,6 @@
 """How much of the exact vector top-k the Kùzu store's sign-bit shortlist keeps, and its cost.
 
-Above ``EXACT_MAX`` vectors a namespace's in-process search (``ebb_core.kuzu.vectors``) ranks
+Above ``EXACT_MAX`` vectors a namespace's in-process search (``ebb_core.kuzu.tail``) ranks
 rows by how many sign bits they share with the query, keeps ``max(SHORTLIST_MIN, 10 × want)``
 of them and re-ranks those exactly. This replays that on real vectors: the ``.npz`` cache that
 ``bench/locomo.py --embed-cache`` writes (every text it embedded, turns and questions), with the
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ebb_core.kuzu import vectors as kuzu_vectors
+from ebb_core.kuzu import tail as kuzu_tail
 
 
 def main() -> None:
@@ -47,25 +47,25 @@ def main() -> None:
         noisy = corpus + 0.05 * rng.standard_normal(corpus.shape).astype(np.float32)
         parts.append(noisy / np.linalg.norm(noisy, axis=1, keepdims=True))
     corpus = np.concatenate(parts)
-    tail = kuzu_vectors._Tail(corpus.shape[1])
+    tail = kuzu_tail._Tail(corpus.shape[1])
     tail.add([f"r{i}" for i in range(len(corpus))], corpus)
 
     out: dict[str, object] = {
         "corpus": len(corpus),
         "queries": len(queries),
         "want": args.want,
-        "shortlist": max(kuzu_vectors.SHORTLIST_MIN, 10 * args.want),
+        "shortlist": max(kuzu_tail.SHORTLIST_MIN, 10 * args.want),
     }
-    saved = kuzu_vectors.EXACT_MAX
+    saved = kuzu_tail.EXACT_MAX
     found: dict[str, list[list[str]]] = {}
     for mode, limit in (("exact", len(corpus) + 1), ("shortlist", 0)):
-        kuzu_vectors.EXACT_MAX = limit
+        kuzu_tail.EXACT_MAX = limit
         t0 = time.perf_counter()
         found[mode] = [
             [u for u, _ in sorted(tail.search(q, args.want), key=lambda r: -r[1])] for q in queries
         ]
         out[f"{mode}_ms_per_search"] = round((time.perf_counter() - t0) * 1000 / len(queries), 3)
-    kuzu_vectors.EXACT_MAX = saved
+    kuzu_tail.EXACT_MAX = saved
     for k in (10, args.want):
         kept = [
             len(set(s[:k]) & set(e[:k])) / min(k, len(e))
