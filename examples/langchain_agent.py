@@ -187,7 +187,7 @@ def build_model(offline: bool, local: bool = False) -> BaseChatModel:
             base_url=base_url,
             api_key=SecretStr(key),
             temperature=0,
-            max_tokens=48,
+            max_completion_tokens=48,  # the field max_tokens, by its alias
             max_retries=0,
         )
     name = os.environ.get("EBB_CHAT_MODEL") or os.environ.get("EBB_LLM_MODEL") or "gpt-4o-mini"
