@@ -139,8 +139,9 @@ async def connect(
 async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
     result = await client.call_tool(tool, args)
     assert not result.is_error, (tool, result.content)
-    assert result.structured_content is not None
-    return result.structured_content
+    out: dict[str, Any] | None = result.structured_content
+    assert out is not None
+    return out
 
 
 async def error_of(client: Client, tool: str, args: dict[str, Any]) -> str:
@@ -322,7 +323,8 @@ def test_garbage_on_the_stdio_wire_does_not_stop_the_server(tmp_path: Path) -> N
     )
     assert proc.stdin is not None and proc.stdout is not None
     lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    out = proc.stdout
+    threading.Thread(target=lambda: list(map(lines.put, out)), daemon=True).start()
 
     def send(raw: str) -> None:
         assert proc.stdin is not None

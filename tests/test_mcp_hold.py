@@ -249,8 +249,7 @@ async def test_held_reinforcement_reaches_a_person_who_takes_the_store_mid_loop(
     that takes the store while a client recalls in a tight loop still gets in, and finds the
     loop's reinforcement written (the server writes it as it lets go)."""
     db = tmp_path / "grouped.kuzu"
-    env = {"EBB_MCP_IDLE_RELEASE": "600", "EBB_REINFORCEMENT_DELAY": "600"}
-    async with connect("stdio", db, **env) as c:
+    async with connect("stdio", db, EBB_MCP_IDLE_RELEASE="600", EBB_REINFORCEMENT_DELAY="600") as c:
         await call(c, "remember", text="Seats were priced per user", id="decision:seats")
         made = await call(c, "remember", text="We price by outcome now", id="decision:outcome")
         await call(c, "forget", id="decision:seats", reason="superseded")

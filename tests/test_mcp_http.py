@@ -52,6 +52,7 @@ async def _both(tmp_path: Path, check: Any) -> None:
     app = http_app(server, "127.0.0.1", HTTP_PATH, direct_calls(server))
     assert isinstance(app, DirectHttp)
     manager = server._lowlevel_server._session_manager
+    assert manager is not None  # made by http_app
     try:
         async with manager.run():
             clients = [

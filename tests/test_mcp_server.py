@@ -71,8 +71,9 @@ def snapshot(db: Path) -> str:
 async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
     result = await client.call_tool(tool, args)
     assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
+    out: dict[str, Any] | None = result.structured_content
+    assert out is not None
+    return out
 
 
 async def seed(client: Client) -> None:

@@ -180,7 +180,7 @@ class RawServer:
         self.lines: queue.Queue[bytes] = queue.Queue()
         assert self.proc.stdout is not None
         out = self.proc.stdout
-        threading.Thread(target=lambda: [self.lines.put(x) for x in out], daemon=True).start()
+        threading.Thread(target=lambda: list(map(self.lines.put, out)), daemon=True).start()
 
     def send(self, raw: bytes) -> None:
         assert self.proc.stdin is not None
