@@ -21,6 +21,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langmem import create_manage_memory_tool, create_search_memory_tool
+from pydantic import BaseModel
 
 from ebb_core import Brain, FixedClock, Tier
 from ebb_langchain import EbbStore, create_ebb_tools
@@ -166,10 +167,18 @@ def tools_by_name(brain: Brain) -> dict[str, BaseTool]:
     return {t.name: t for t in create_ebb_tools(brain)}
 
 
+def call_schema(tool: BaseTool) -> dict[str, Any]:
+    """The JSON schema a model is given for ``tool``'s arguments (Ebb's tools declare a
+    pydantic model)."""
+    schema = tool.tool_call_schema
+    assert isinstance(schema, type) and issubclass(schema, BaseModel)
+    return schema.model_json_schema()
+
+
 def test_tool_names_schemas_and_descriptions(kuzu_brain: Brain) -> None:
     tools = tools_by_name(kuzu_brain)
     assert list(tools) == ["remember", "recall", "connect", "forget"]
-    schemas = {n: t.tool_call_schema.model_json_schema() for n, t in tools.items()}
+    schemas = {n: call_schema(t) for n, t in tools.items()}
     assert schemas["remember"]["required"] == ["text"]
     assert schemas["recall"]["required"] == ["query"]
     assert schemas["connect"]["required"] == ["src", "dst"]

@@ -13,7 +13,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.runnables.history import RunnableWithMessageHistory
 
 from ebb_core import Brain, FixedClock, Tier
@@ -182,7 +182,7 @@ def test_works_with_runnable_with_message_history(brain: Brain) -> None:
             input_messages_key="question",
             history_messages_key="history",
         )
-    config = {"configurable": {"session_id": "s9"}}
+    config: RunnableConfig = {"configurable": {"session_id": "s9"}}
     first = with_history.invoke({"question": "Hello"}, config=config)
     second = with_history.invoke({"question": "Still there?"}, config=config)
     assert first.content == "I can see 1 messages."

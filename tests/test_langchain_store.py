@@ -261,7 +261,8 @@ def test_batch_runs_ops_in_order(store: EbbStore) -> None:
     )
     assert results[0] is None
     assert isinstance(results[1], Item) and results[1].key == "a"
-    assert isinstance(results[2], list) and [i.key for i in results[2]] == ["a"]
+    found = results[2]
+    assert isinstance(found, list) and [i.key if isinstance(i, Item) else i for i in found] == ["a"]
     assert results[3] is None and results[4] is None
 
 

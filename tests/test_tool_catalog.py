@@ -28,6 +28,7 @@ from ebb_core.mcp_server import TOOL_NAMES, build_server
 from ebb_core.tools import AGENT_TOOLS, CATALOG, TOOLS, select
 from ebb_langchain import create_ebb_tools
 from ebb_llamaindex import EbbToolSpec
+from test_langchain_agents import call_schema
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 NS = "catalog"
@@ -115,7 +116,7 @@ def test_every_adapter_exposes_every_tool_with_the_same_arguments(
         fields = spec.args.model_json_schema()
         names = list(fields.get("properties", {}))
         required = fields.get("required", [])
-        lc_schema = lc[spec.name].tool_call_schema.model_json_schema()
+        lc_schema = call_schema(lc[spec.name])
         li_schema = li[spec.name].metadata.get_parameters_dict()
         for schema in (lc_schema, li_schema):
             assert list(schema.get("properties", {})) == names, spec.name
@@ -226,7 +227,7 @@ def test_adapter_settings_become_argument_defaults(
     assert brain.get("note:acme-0").tier.label in ("warm", "cold")
     everywhere = {t.name: t for t in create_ebb_tools(brain)}["recall"]
     hot_only = {t.name: t for t in create_ebb_tools(brain, depth=1)}["recall"]
-    assert hot_only.tool_call_schema.model_json_schema()["properties"]["depth"]["default"] == 1
+    assert call_schema(hot_only)["properties"]["depth"]["default"] == 1
     assert "note:acme-0" in everywhere.invoke({"query": "Acme", "reinforce": False})
     assert hot_only.invoke({"query": "Acme"}) == "No memories found."
     assert "note:acme-" in hot_only.invoke({"query": "Acme", "depth": 3, "reinforce": False})
