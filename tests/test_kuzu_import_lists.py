@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import random
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,7 @@ def test_an_imports_recent_link_lists_equal_the_reference_ties_included(
     # few distinct times (many ties), hubs with more than RECENT_LINKS links, and the last
     # five memories with none
     times = [t0 - timedelta(hours=h) for h in range(4)]
-    edges = []
+    edges: list[tuple[int, int, str, float, datetime]] = []
     pairs: set[tuple[int, int]] = set()
     while len(edges) < 400:
         a = rng.choice([0, 1, 2]) if rng.random() < 0.3 else rng.randrange(n - 5)

@@ -215,6 +215,11 @@ def _postings(index: Any) -> dict[str, dict[int, int]]:
     return out
 
 
+def _kuzu(brain: Brain) -> KuzuStore:
+    assert isinstance(brain.store, KuzuStore)
+    return brain.store
+
+
 def _assert_text_copy_matches_kuzu(store: KuzuStore, queries: Sequence[str] = ()) -> None:
     """The in-process text copy holds what Kùzu's index holds (postings, lengths, statistics:
     compared with a copy built afresh from Kùzu's tables) and scores queries as Kùzu does."""
@@ -226,7 +231,10 @@ def _assert_text_copy_matches_kuzu(store: KuzuStore, queries: Sequence[str] = ()
         store._mirror.text = kept
     assert fresh is not None
     assert _postings(kept) == _postings(fresh)
-    lengths = lambda ix: {i: int(n) for i, n in enumerate(ix.length.tolist()) if n}  # noqa: E731
+
+    def lengths(ix: Any) -> dict[int, int]:
+        return {i: int(n) for i, n in enumerate(ix.length.tolist()) if n}
+
     assert lengths(kept) == lengths(fresh)
     assert kept.total_len == fresh.total_len
     words = sorted(_postings(fresh))[:20]
@@ -259,7 +267,9 @@ def test_in_process_copies_follow_every_write(
     store = KuzuStore(tmp_path / "copies.kuzu")
     brain = Brain(store, namespace="c", clock=clock)
     other = brain.scoped("other")
-    check = lambda: _assert_copies_match_table(store)  # noqa: E731
+
+    def check() -> None:
+        _assert_copies_match_table(store)
 
     def snapshot() -> None:  # retake the recall columns and snapshot, with no rows cached
         store._cache.ready = False
@@ -362,7 +372,7 @@ def test_a_first_recall_without_the_recall_columns_finds_what_they_find(tmp_path
         crowd = b.scoped("crowd")
         for i in range(300):  # another namespace's hits crowd the index's top
             crowd.remember(f"pricing plan draft {i}", id=f"note:c{i}")
-        ids = []
+        ids: list[str] = []
         for i in range(40):
             kind = ("note", "decision", "fact")[i % 3]
             links = ids[-2:] if i % 4 else []
@@ -442,7 +452,7 @@ def test_a_maintain_that_stales_most_rows_has_the_snapshot_taken_anew(
     db = tmp_path / "restale.kuzu"
     clock = FixedClock(datetime(2026, 1, 1, tzinfo=timezone.utc))
     with Brain.open(db, namespace="s", clock=clock) as b:
-        ids = []
+        ids: list[str] = []
         for i in range(120):
             ids.append(b.remember(f"memory number {i}", id=f"note:{i}", links=ids[-1:]).id)
     store, b, _ = snapshot_taken(db, clock, ids)
@@ -753,12 +763,12 @@ def test_many_audit_rows_are_copied_last_and_seen_by_reads_before_the_commit(
     """A large batch of audit rows waits for the end of its transaction (then one COPY, the
     last write); a read of the log inside the transaction sees them (written at once,
     rollback-safe), and a rollback leaves neither."""
-    from datetime import UTC, datetime
+    from datetime import datetime, timezone
 
     from ebb_core.kuzu import audit
 
     monkeypatch.setattr(audit, "COPY_AUDIT_MIN", 200)  # 50,000 in use: these batches count
-    at = datetime(2026, 1, 1, tzinfo=UTC)
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
     store = KuzuStore(tmp_path / "later.kuzu")
     sent = _record_queries(store)
     with store.transaction():
@@ -789,12 +799,12 @@ def test_a_ctrl_c_during_the_audit_copy_waits_for_the_commit(
 ) -> None:
     """The COPY cannot be rolled back cleanly (Kùzu 0.11.3): a Ctrl-C that arrives while it
     runs is raised once the transaction has committed, with every row stored."""
-    from datetime import UTC, datetime
+    from datetime import datetime, timezone
 
     from ebb_core.kuzu import audit
 
     monkeypatch.setattr(audit, "COPY_AUDIT_MIN", 200)
-    at = datetime(2026, 1, 1, tzinfo=UTC)
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
     store = KuzuStore(tmp_path / "ctrl-c.kuzu")
     copy = store._copy
 
@@ -825,12 +835,12 @@ def test_fewer_audit_rows_than_the_copy_threshold_go_in_with_their_statement(
     (a COPY into a table holding rows costs a commit that grows with the table: a later
     maintain's few hundred rows must not pay it), also after a batch that was copied; it
     rolls back with its transaction, and the log and its numbering stay whole."""
-    from datetime import UTC, datetime
+    from datetime import datetime, timezone
 
     from ebb_core.kuzu import audit
 
     monkeypatch.setattr(audit, "COPY_AUDIT_MIN", 200)
-    at = datetime(2026, 1, 1, tzinfo=UTC)
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
     store = KuzuStore(tmp_path / "small.kuzu")
     sent = _record_queries(store)
     with store.transaction():
@@ -891,7 +901,7 @@ def test_a_log_gone_by_the_retried_open_does_not_rebuild_the_text_index(
         def __getattr__(self, name: str) -> object:
             return getattr(kuzu, name)
 
-        def Database(self, path: str, **kwargs: object) -> object:
+        def Database(self, path: str, **kwargs: Any) -> object:
             HandOver.attempts += 1
             if HandOver.attempts == 1:
                 wal.unlink()  # ... which that process removes as this one tries
@@ -973,6 +983,7 @@ def test_the_text_copy_scores_as_kuzus_index_does(
     store.delete_nodes("t", [ids[2], ids[3]])  # (Kùzu miscounts deleted texts without words)
     more = [*queries, "zebra1 pricing", "revised", "imported pricing"]
     _assert_text_copy_matches_kuzu(store, more)
+    assert store._text is not None  # the copy, built above
     store._text.compact()
     _assert_text_copy_matches_kuzu(store, more)
     hits = [h.model_dump() for q in queries for h in brain.recall(q, k=10, reinforce=False)]
@@ -981,13 +992,14 @@ def test_the_text_copy_scores_as_kuzus_index_does(
     monkeypatch.setenv("EBB_KUZU_TEXT_COPY", "0")
     with Brain.open(db, namespace="t", clock=clock) as again:
         again.recall("pricing", k=1, reinforce=False)  # the first (cold) recall asks Kùzu
-        assert not again.store._cache.ready or again.store._text is None
+        reopened = _kuzu(again)
+        assert not reopened._cache.ready or reopened._text is None
         without = [h.model_dump() for q in queries for h in again.recall(q, k=10, reinforce=False)]
-        assert again.store._text is None
+        assert reopened._text is None
     assert _rounded(without) == _rounded(hits)
     monkeypatch.delenv("EBB_KUZU_TEXT_COPY")
     with Brain.open(db, namespace="t", clock=clock) as again:
-        store = again.store
+        store = _kuzu(again)
         store._ensure_cache()
         assert store._text_copy() is not None
         _assert_text_copy_matches_kuzu(store, queries)

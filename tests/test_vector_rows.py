@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -137,7 +137,9 @@ def _make_old_form(path: Path, half_converted: bool = False) -> None:
         db = kuzu.Database(str(path))
         conn = kuzu.Connection(db)
         conn.execute("LOAD EXTENSION vector")
-        rows = conn.execute(f"MATCH (v:{tail}) RETURN v.uid, v.ns, v.vb").get_all()  # type: ignore[union-attr]
+        result = conn.execute(f"MATCH (v:{tail}) RETURN v.uid, v.ns, v.vb")
+        assert not isinstance(result, list)  # one statement, one result
+        rows = cast(list[list[Any]], result.get_all())  # rows as lists (no dict option set)
         dim = vector_rows.dim_of(rows[0][2])
         conn.execute(
             f"CREATE NODE TABLE {old}(uid STRING PRIMARY KEY, ns STRING, vec FLOAT[{dim}])"

@@ -249,7 +249,8 @@ def test_salvage_keeps_every_vector_indexed_or_not(tmp_path: Path, clock: FixedC
     path = tmp_path / "s.kuzu"
     brain = _brain(path, clock)
     _fill(brain, 15)
-    assert brain.store.index_vectors("t", min_tail=1) == 15  # type: ignore[attr-defined]
+    assert isinstance(brain.store, KuzuStore)
+    assert brain.store.index_vectors("t", min_tail=1) == 15
     for i in range(15, 20):
         brain.remember(f"later note {i} on item{i}", id=f"n:{i}")
     other = brain.scoped("o")
