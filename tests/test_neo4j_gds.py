@@ -3,6 +3,8 @@ OpenGDS): PageRank mass in key space, as documented in ``Neo4jStore.recompute_ke
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from ebb_core import Brain, FixedClock, scoring
@@ -12,12 +14,12 @@ pytestmark = pytest.mark.neo4j
 
 
 @pytest.fixture
-def gds_store(neo4j_uri: str) -> Neo4jStore:
+def gds_store(neo4j_uri: str) -> Iterator[Neo4jStore]:
     store = Neo4jStore(neo4j_uri, batch_size=4)
     if not store.has_gds():
         store.close()
         pytest.skip(f"the Neo4j test server at {neo4j_uri} has no Graph Data Science plugin")
-    yield store  # type: ignore[misc]
+    yield store
     store.close()
 
 

@@ -111,10 +111,15 @@ def test_links_added_by_an_import_make_the_list_stale_until_refreshed(
         assert _hub_state(store)["deg"] == small_hubs + 6 - 1
         # Links written past the write paths (a bulk insert into the namespace): stale.
         us = brain._now_us()
-        node = {"namespace": "hubs", "id": "note:x", "kind": "note", "text": "roses x"}
+        node: dict[str, Any] = {
+            "namespace": "hubs",
+            "id": "note:x",
+            "kind": "note",
+            "text": "roses x",
+        }
         node.update(props="{}", created_us=us, updated_us=us, last_read_us=None, pinned=False)
         node.update(tier=1, review_reason=None, queued_us=None)
-        link = {"namespace": "hubs", "src": "note:x", "dst": HUB, "kind": "related"}
+        link: dict[str, Any] = {"namespace": "hubs", "src": "note:x", "dst": HUB, "kind": "related"}
         link.update(weight=5.0, created_us=us, reinforced_us=us, props=None)
         store.bulk_insert({c: [v] for c, v in node.items()}, {c: [v] for c, v in link.items()})
         state = _hub_state(store)
@@ -131,8 +136,8 @@ def test_links_added_by_an_import_make_the_list_stale_until_refreshed(
         state = _hub_state(store)
         assert state["deg"] == state["links"] == small_hubs + 5
         gone = [f"note:l{i}" for i in range(5, 12)]
-        for i in gone:
-            brain.forget(i)
+        for gone_id in gone:
+            brain.forget(gone_id)
         brain.approve_deletion(gone, approved_by="tester")
         assert _hub_state(store)["deg"] is None
     finally:

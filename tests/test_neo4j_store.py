@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,9 @@ pytestmark = pytest.mark.neo4j
 
 
 @pytest.fixture
-def neo(neo4j_uri: str) -> Neo4jStore:
+def neo(neo4j_uri: str) -> Iterator[Neo4jStore]:
     s = Neo4jStore(neo4j_uri, retry_seconds=5.0)
-    yield s  # type: ignore[misc]
+    yield s
     s.close()
 
 
@@ -140,7 +141,7 @@ def test_server_side_scoring_equals_kuzu(
     """Same events, same clock: keys, tiers, rankings, review queue and audit log agree."""
     from datetime import datetime, timezone
 
-    results = {}
+    results: dict[str, dict[str, Any]] = {}
     for name in ("kuzu", "neo4j"):
         store: GraphStore = (
             KuzuStore(tmp_path / "k.kuzu")
@@ -834,6 +835,7 @@ def test_an_incremental_rescore_equals_a_full_one_after_a_mix_of_writes(
     nothing labelled reads nothing and changes nothing."""
     from ebb_core import Config
     from ebb_core.neo4j import keys as neo4j_keys
+    from ebb_core.neo4j.columns import read_score_columns as real
     from ebb_core.neo4j.rescore import MARK, WATERMARK
 
     store = Neo4jStore(neo4j_uri, batch_size=3)
@@ -858,11 +860,13 @@ def test_an_incremental_rescore_equals_a_full_one_after_a_mix_of_writes(
     brain.approve_deletion(["side:6"], approved_by="tester")
     clock.advance(days=2)
     stale = _keys(brain)
-    full_reads = []
-    real = neo4j_keys.read_score_columns
-    monkeypatch.setattr(
-        neo4j_keys, "read_score_columns", lambda *a: full_reads.append(a) or real(*a)
-    )
+    full_reads: list[tuple[Any, ...]] = []
+
+    def counted(*a: Any) -> Any:
+        full_reads.append(a)
+        return real(*a)
+
+    monkeypatch.setattr(neo4j_keys, "read_score_columns", counted)
     report = brain.maintain()
     assert full_reads == [] and report.scanned == len(stale)  # incremental
     incremental = _keys(brain)
@@ -878,10 +882,10 @@ def test_an_incremental_rescore_equals_a_full_one_after_a_mix_of_writes(
     if not eager:  # eager spreading keeps neighbours exact at each event already
         assert {"note:new", "note:hub", "note:g5", "note:g7", "note:g10"} <= set(changed)
         assert {f"side:{i}" for i in (1, 3, 4)} <= set(changed), changed
-    for i, (b, k, d) in full.items():
-        assert incremental[i][0] == pytest.approx(b, rel=1e-12), i
-        assert incremental[i][1] == pytest.approx(k, rel=1e-12), i
-        assert incremental[i][2] == d, i
+    for uid, (b, k, d) in full.items():
+        assert incremental[uid][0] == pytest.approx(b, rel=1e-12), uid
+        assert incremental[uid][1] == pytest.approx(k, rel=1e-12), uid
+        assert incremental[uid][2] == d, uid
     brain.maintain()  # nothing labelled: nothing read, nothing changed
     assert len(full_reads) == 1 and _keys(brain) == full
     store.close()
@@ -894,15 +898,20 @@ def test_a_fresh_import_keeps_its_keys_and_the_first_maintain_rescores_increment
     store's epoch and settings and says so (the watermark): the first maintain reads no
     columns, and the keys are those a full pass gives."""
     from ebb_core.neo4j import keys as neo4j_keys
+    from ebb_core.neo4j.columns import read_score_columns as real
     from ebb_core.neo4j.rescore import WATERMARK
 
     store = Neo4jStore(neo4j_uri, batch_size=7)
     brain = Brain(store, namespace="fresh", clock=clock)
     brain.import_(_graph_file(tmp_path / "g.jsonl", 40))
     assert store.get_meta(WATERMARK + "fresh") is not None
-    reads = []
-    real = neo4j_keys.read_score_columns
-    monkeypatch.setattr(neo4j_keys, "read_score_columns", lambda *a: reads.append(a) or real(*a))
+    reads: list[tuple[Any, ...]] = []
+
+    def counted(*a: Any) -> Any:
+        reads.append(a)
+        return real(*a)
+
+    monkeypatch.setattr(neo4j_keys, "read_score_columns", counted)
     clock.advance(hours=1)
     brain.remember("a new memory", id="new", links=["m3"])
     brain.maintain()
