@@ -15,6 +15,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -340,7 +341,7 @@ def test_a_ctrl_c_once_kuzu_rows_are_written_rolls_the_import_back(tmp_path: Pat
         inner = brain.store.inner if hasattr(brain.store, "inner") else brain.store
         real = inner.bulk_insert
 
-        def interrupted(*args: object, **kwargs: object) -> None:
+        def interrupted(*args: Any, **kwargs: Any) -> None:
             real(*args, **kwargs)
             signal.raise_signal(signal.SIGINT)  # Ctrl-C, once the rows are in
 
@@ -370,7 +371,7 @@ def test_an_import_too_big_for_the_pool_is_copied_and_a_ctrl_c_undoes_it(
         inner = brain.store.inner if hasattr(brain.store, "inner") else brain.store
         real, said = inner.bulk_insert, []
 
-        def interrupted(*args: object, **kwargs: object) -> None:
+        def interrupted(*args: Any, **kwargs: Any) -> None:
             said.append(brain.store.bulk_rollback_safe)
             real(*args, **kwargs)
             signal.raise_signal(signal.SIGINT)  # Ctrl-C, once the rows are in
@@ -403,7 +404,7 @@ def test_a_ctrl_c_once_rows_are_written_waits_for_the_commit_unless_rollback_saf
         inner = brain.store.inner if hasattr(brain.store, "inner") else brain.store
         real = inner.bulk_insert
 
-        def interrupted(*args: object, **kwargs: object) -> object:
+        def interrupted(*args: Any, **kwargs: Any) -> object:
             signal.raise_signal(signal.SIGINT)  # Ctrl-C, as the first rows go in
             return real(*args, **kwargs)
 

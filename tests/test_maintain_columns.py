@@ -199,9 +199,9 @@ def test_kuzu_maintain_in_batches_equals_one_transaction(
             runs.append((report.model_dump(), _state(brain)))
         finally:
             brain.close()
-    (report, state), whole = runs
-    assert sum(report["moved"].values()) > 3 * (_SMALL + 5)  # several batches
-    assert (report, state) == whole
+    (batched, state), whole = runs
+    assert sum(batched["moved"].values()) > 3 * (_SMALL + 5)  # several batches
+    assert (batched, state) == whole
 
 
 def _batched(path: Path, clock: FixedClock) -> Brain:
@@ -244,8 +244,8 @@ def test_a_kuzu_maintain_cut_short_between_batches_leaves_whole_moves(
             m.setattr(brain.store, "append_audit_columns", failing)
             with pytest.raises(StorageError, match="went away"):
                 brain.maintain()
-        nodes, audit = _state(brain)
-        moved = {a[3]: a for a in audit if a[6] == "maintain"}
+        nodes, audit_rows = _state(brain)
+        moved = {a[3]: a for a in audit_rows if a[6] == "maintain"}
         assert len(moved) == 2 * (_SMALL + 5)  # two whole batches
         for i, tier, *_ in nodes:
             if i in moved:
@@ -287,7 +287,7 @@ def test_kuzu_rescore_reads_no_text_and_stores_what_the_row_path_gives(
                 "queued_at": None,
             }
         )
-    pairs = set()
+    pairs: set[tuple[int, int]] = set()
     while len(pairs) < 300:
         a, b = rng.randrange(80), rng.randrange(80)
         if a != b and (b, a) not in pairs:
