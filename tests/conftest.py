@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pluggy
 import pytest
 
 from ebb_core import Brain, FixedClock
@@ -186,7 +187,9 @@ def kuzu_brain(tmp_path: Path, clock: FixedClock) -> Iterator[Brain]:
 
 # -- under CI, a skipped Neo4j test is a failure ------------------------------------------------
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     outcome = yield
     report = outcome.get_result()
     if report.skipped and in_ci() and item.get_closest_marker("neo4j") is not None:

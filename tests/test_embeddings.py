@@ -108,9 +108,12 @@ def test_callable_langchain_and_llamaindex_embedders_are_wrapped() -> None:
     fake = FakeEmbedder(16)
 
     def fn(texts: list[str]) -> list[list[float]]:
-        return fake.embed_documents(texts).tolist()
+        out: list[list[float]] = fake.embed_documents(texts).tolist()
+        return out
 
-    assert np.allclose(as_embedder(fn).embed_documents(["a b"]), fake.embed_documents(["a b"]))
+    wrapped = as_embedder(fn)
+    assert wrapped is not None
+    assert np.allclose(wrapped.embed_documents(["a b"]), fake.embed_documents(["a b"]))
 
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
@@ -239,7 +242,8 @@ def test_embed_resumes_after_a_failed_batch(vstore: GraphStore, clock: FixedCloc
         calls["n"] += 1
         if calls["n"] == 2:
             raise RuntimeError("killed mid-run")
-        return fake.embed_documents(texts).tolist()
+        out: list[list[float]] = fake.embed_documents(texts).tolist()
+        return out
 
     flaky.name = fake.name  # type: ignore[attr-defined]
     b = Brain(vstore, namespace="v", clock=clock, embedder=flaky)

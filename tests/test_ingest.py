@@ -21,7 +21,7 @@ from ebb_core import ingest as ebb_ingest
 from ebb_core.cli import main
 from ebb_core.errors import InvalidInput, NotFound
 from ebb_core.ingest import ingest, note_id
-from ebb_core.model import id_problem
+from ebb_core.validation import id_problem
 
 ROOT = Path(__file__).resolve().parent.parent
 

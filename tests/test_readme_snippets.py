@@ -180,7 +180,7 @@ def test_recall_by_meaning_each_embedder_line(monkeypatch: pytest.MonkeyPatch) -
     for n, line in enumerate(lines):  # each line on a store of its own
         (top / f"store-{n}").mkdir()
         monkeypatch.chdir(top / f"store-{n}")
-        namespace = dict(names)
+        namespace: dict[str, Any] = dict(names)
         exec(line, namespace)
         brain: Brain = namespace["brain"]
         try:

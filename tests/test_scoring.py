@@ -47,7 +47,7 @@ def test_config_defaults_and_validation() -> None:
         {"candidate_pool": 0},
     ):
         with pytest.raises(InvalidInput) as info:
-            Config(**bad)  # type: ignore[arg-type]
+            Config(**bad)
         assert info.value.field in {next(iter(bad)), "hot_ratio"}
 
 
@@ -206,5 +206,5 @@ def test_new_config_fields_are_validated() -> None:
         {"reinforce_tail": -0.5},
     ):
         with pytest.raises(InvalidInput) as err:
-            Config(**bad)  # type: ignore[arg-type]
+            Config(**bad)
         assert err.value.field == next(iter(bad))

@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,7 +73,7 @@ def seed_brain(b: Brain) -> None:
     b.forget("meeting:kickoff", "duplicate of the CRM entry", actor="agent")
 
 
-def cli_json(db: Path, *args: str) -> object:
+def cli_json(db: Path, *args: str) -> Any:
     env = {**os.environ, "EBB_DB_PATH": str(db), "EBB_NAMESPACE": NS, "EBB_BACKEND": "kuzu"}
     done = subprocess.run(
         ebb_argv(*args, "--json"), env=env, capture_output=True, text=True, timeout=120
@@ -268,9 +269,9 @@ def test_approve_needs_a_name_and_reaches_only_the_review_queue(ui: UiServer) ->
     after = tiers(ui.db)
     assert "note:draft" not in after and after["meeting:kickoff"] == "hot"
     assert after["note:old-pricing"] == "frozen" and after["client:acme"] == "hot"
-    [deleted] = cli_json(ui.db, "log", "--action", "delete")  # type: ignore[misc]
+    [deleted] = cli_json(ui.db, "log", "--action", "delete")
     assert deleted["node_id"] == "note:draft" and deleted["actor"] == "Ada Lovelace"
-    [restored] = cli_json(ui.db, "log", "--action", "restore")  # type: ignore[misc]
+    [restored] = cli_json(ui.db, "log", "--action", "restore")
     assert restored["actor"] == "Ada Lovelace"
 
 
