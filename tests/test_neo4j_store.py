@@ -244,11 +244,15 @@ def test_rescore_leaves_a_memory_changed_since_its_read_alone(
     store.close()
 
 
+@pytest.mark.parametrize("matched", [False, True], ids=["ends-matched-here", "ends-given"])
 def test_bulk_insert_links_new_memories_and_stored_ones_in_each_namespace(
-    neo: Neo4jStore,
+    neo: Neo4jStore, matched: bool
 ) -> None:
     """Links between memories of the same call go by element id, the rest by (ns, id): one id
-    in two namespaces must link within its own namespace either way."""
+    in two namespaces must link within its own namespace either way, whether the store matches
+    the ends itself or takes the caller's ``ends`` (rows among the nodes, null outside)."""
+    import pyarrow as pa
+
     us = 1_767_225_600_000_000
 
     def nodes(ns: list[str], ids: list[str]) -> dict[str, list[Any]]:
@@ -281,6 +285,7 @@ def test_bulk_insert_links_new_memories_and_stored_ones_in_each_namespace(
         }
 
     neo.bulk_insert(nodes(["x", "y"], ["note:old", "note:old"]), edges([]))
+    ends = (pa.array([0, 2, None], pa.int32()), pa.array([1, None, 0], pa.int32()))
     neo.bulk_insert(
         nodes(["x", "x", "y"], ["note:a", "note:b", "note:a"]),
         edges(
@@ -290,6 +295,7 @@ def test_bulk_insert_links_new_memories_and_stored_ones_in_each_namespace(
                 ("x", "note:old", "note:a", 3.0),  # stored to new
             ]
         ),
+        ends=ends if matched else None,
     )
     got = {(ns, e.src, e.dst): e.weight for ns in ("x", "y") for b in neo.scan_edges(ns) for e in b}
     assert got == {
