@@ -47,6 +47,11 @@ beside the usual figures: ``embed_per_s`` (texts/s at import), recall p50/p95 *e
 query's embedding with ``query_embed_p50_ms`` apart, remember p50 excluding its embedding, and
 the store's size. Run it and the text-only run in the same session to compare.
 
+``--dump-latencies FILE`` appends, for each size, one JSON line with every timed operation's
+milliseconds in the order they ran (``recall``, ``common_recall``, ``remember``,
+``small_recall``; recalls with their query) and the second each phase began: to see whether
+a p95 comes from the start of a phase, from pauses spread through it, or from certain queries.
+
 ``--second-hop X`` sets ``Config.spread_second_hop`` (0 turns spreading's second hop off).
 The script also runs against an older checkout's ``src`` (``PYTHONPATH=OLD/src``, even one from
 before embeddings, without ``--embedder``), so a before/after pair measures the same work:
@@ -237,6 +242,7 @@ def measure(
         qs = synth.queries(ops)
         for q in qs[:10]:  # warm caches and prepared statements
             brain.recall(q, k=10, reinforce=False)
+        began = {"recall": time.time()}
         recall_ms = []
         hits = 0
         live: list[str] = []
@@ -251,6 +257,7 @@ def measure(
         log(f"recall p50 {pct(recall_ms, 50):.1f} ms")
         common_ms = []
         common_hits = 0
+        began["common_recall"] = time.time()
         for q in synth.common_queries(ops):
             clock.advance(seconds=30)
             t0 = time.perf_counter()
@@ -260,6 +267,7 @@ def measure(
         live = list(dict.fromkeys(live)) or [n.id for n in brain.top(10)]
 
         remember_ms = []
+        began["remember"] = time.time()
         for i in range(ops):
             clock.advance(seconds=30)
             links = list(dict.fromkeys([live[i % len(live)], live[(i * 7) % len(live)]]))
@@ -285,6 +293,7 @@ def measure(
             neighbour.recall(q, k=10, reinforce=False)
         small_ms = []
         small_hits = 0
+        began["small_recall"] = time.time()
         for q in small_qs:
             clock.advance(seconds=30)
             t0 = time.perf_counter()
@@ -339,7 +348,26 @@ def measure(
         **extra,
         **({"client_peak_rss_mb": round(peak_rss_mb())} if backend != "kuzu" else {}),
         **{k: v for k, v in (bulk or {}).items() if k.startswith("import_") and k not in BULK_SET},
+        "_latencies": {  # --dump-latencies (taken out of the row before it is printed)
+            "began": {k: round(v, 3) for k, v in began.items()},
+            "recall": [[q, round(ms, 3)] for q, ms in zip(qs, recall_ms, strict=True)],
+            "common_recall": [
+                [q, round(ms, 3)]
+                for q, ms in zip(synth.common_queries(ops), common_ms, strict=True)
+            ],
+            "remember": [round(ms, 3) for ms in remember_ms],
+            "small_recall": [[q, round(ms, 3)] for q, ms in zip(small_qs, small_ms, strict=True)],
+        },
     }
+
+
+def dump_latencies(row: dict[str, Any], path: str | None) -> None:
+    """Take the per-operation milliseconds out of ``row``; append them to ``path`` if given."""
+    latencies = row.pop("_latencies")
+    if path:
+        with open(path, "a") as out:
+            keep = {"backend": row["backend"], "memories": row["memories"], **latencies}
+            out.write(json.dumps(keep) + "\n")
 
 
 def run_in_child(n: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
@@ -366,6 +394,8 @@ def run_in_child(n: int, args: argparse.Namespace, work: Path) -> dict[str, Any]
         cmd += ["--second-hop", str(args.second_hop)]
     cmd += ["--neo4j-import", args.neo4j_import, "--neo4j-heap", args.neo4j_heap]
     cmd += ["--neo4j-pagecache", args.neo4j_pagecache]
+    if args.dump_latencies:
+        cmd += ["--dump-latencies", str(Path(args.dump_latencies).resolve())]
     out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True).stdout
     row: dict[str, Any] = json.loads(out)
     return row
@@ -459,6 +489,11 @@ def main() -> None:
         default=os.environ.get("EBB_NEO4J_PAGECACHE", "3g"),
         help="the test server's page cache (EBB_NEO4J_PAGECACHE, else 3g)",
     )
+    ap.add_argument(
+        "--dump-latencies",
+        metavar="FILE",
+        help="append each size's per-operation milliseconds to FILE (a JSON line per size)",
+    )
     ap.add_argument("--one-size", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one_size:
@@ -473,6 +508,7 @@ def main() -> None:
             args.second_hop,
             args,
         )
+        dump_latencies(row, args.dump_latencies)
         print(json.dumps(row))
         return
     with tempfile.TemporaryDirectory() as tmp:
