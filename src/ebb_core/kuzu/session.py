@@ -133,12 +133,14 @@ class KuzuFiles(KuzuBase):
             with suppress(OSError):
                 os.unlink(path)
 
-    def _parquet_ahead(self, table: Any) -> ParquetAhead | None:
+    def _parquet_ahead(self, table: Any, *, any_size: bool = False) -> ParquetAhead | None:
         """A Parquet file beside the store that ``table`` is written to in a thread, from its
         ``start``, for a later ``_copy`` that ``COPY``s it (not ``may_roll_back``), while the
-        caller writes what comes before it; None where ``_copy`` would not go through a file."""
+        caller writes what comes before it; None where ``_copy`` would not go through a file
+        (``any_size``: whatever its rows, where a file is possible at all)."""
         folder = self._folder
-        if table.num_rows < _COPY_VIA_FILE or any(c in folder for c in "'\\\n"):
+        small = table.num_rows < _COPY_VIA_FILE and not any_size
+        if small or any(c in folder for c in "'\\\n"):
             return None
         import tempfile
 

@@ -1,0 +1,148 @@
+"""An import larger than the memory budget can index in one build still completes.
+
+Kùzu 0.11.3 builds the full-text index in its buffer pool, at ~120 bytes per indexed word: a
+pool too small for the whole table fails the build ("buffer pool is full"). A large import into
+such a budget therefore builds the index over the memories that fit and ``COPY``s the rest into
+it in steps (``KuzuBulk._copy_memories``). These tests import 100k memories (~1.2M words) under
+a 128M budget (a 77 MiB pool, which builds ~0.6M words) and check that nothing differs from an
+import built at once, except that rebuilding the whole index needs a larger budget.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ebb_core import Brain, StorageError
+from ebb_core.kuzu_store import KuzuStore
+
+N = 100_000
+ANIMALS = ["otter", "heron", "badger", "lynx", "marten", "plover", "newt"]
+PLACES = ["harbour", "orchard", "quarry", "meadow", "estuary", "chapel", "ridge", "weir"]
+
+
+def _tag(i: int) -> str:
+    """A word of its own for memory ``i`` (letters: the text index splits words at digits)."""
+    letters = ""
+    while True:
+        i, r = divmod(i, 26)
+        letters += chr(97 + r)
+        if not i:
+            return "zq" + letters
+
+
+def _export(path: Path) -> Path:
+    with path.open("w") as fh:
+        fh.write(json.dumps({"type": "ebb-export", "version": 1, "namespaces": ["t"]}) + "\n")
+        for i in range(N):
+            text = (
+                f"a note that tells of a {ANIMALS[i % 7]} seen near the {PLACES[i % 8]} "
+                f"at dawn with its mark {_tag(i)}"
+            )
+            rec = {"type": "node", "namespace": "t", "id": f"n{i}", "text": text}
+            fh.write(json.dumps(rec) + "\n")
+        for i in range(1, N, 3):
+            rec = {"type": "edge", "namespace": "t", "src": f"n{i}", "dst": f"n{i - 1}"}
+            fh.write(json.dumps(rec) + "\n")
+    return path
+
+
+def _kuzu(brain: Brain) -> KuzuStore:
+    store = getattr(brain.store, "inner", brain.store)
+    assert isinstance(store, KuzuStore)
+    return store
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The same export imported under a 128M budget (in steps) and the default one (at once)."""
+    folder = tmp_path_factory.mktemp("steps")
+    export = _export(folder / "export.jsonl")
+    small, whole = folder / "small.kuzu", folder / "whole.kuzu"
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setenv("EBB_MEMORY_BUDGET", "128M")
+        with Brain.open(small, namespace="t") as brain:
+            assert brain.import_(export) == {"nodes": N, "edges": len(range(1, N, 3)), "audit": 0}
+        mp.delenv("EBB_MEMORY_BUDGET")
+        with Brain.open(whole, namespace="t") as brain:
+            brain.import_(export)
+    finally:
+        mp.undo()
+    return small, whole
+
+
+QUERIES = [_tag(0), _tag(54_321), _tag(99_999), "otter harbour", "heron quarry dawn", "lynx"]
+
+
+def test_it_completes_with_every_memory_found_and_nothing_left_beside_it(
+    stores: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small, _ = stores
+    monkeypatch.setenv("EBB_MEMORY_BUDGET", "128M")
+    with Brain.open(small, namespace="t") as brain:
+        assert brain.stats().nodes == N
+        assert _kuzu(brain).text_index_state() == "ready"  # reopened without a rebuild
+        # the first memories (in the build), the middle and the last (COPYed into it)
+        for i in (0, 1, 54_321, 99_998, 99_999):
+            assert brain.recall(_tag(i), k=1)[0].id == f"n{i}"
+    assert not [p for p in small.parent.iterdir() if p.suffix == ".parquet"]
+
+
+def test_it_answers_as_an_index_built_at_once(stores: tuple[Path, Path]) -> None:
+    answers = []
+    for db in stores:
+        with Brain.open(db, namespace="t") as brain:
+            hits = {q: brain.recall(q, k=10, reinforce=False) for q in QUERIES}
+            answers.append({q: [(h.id, h.score) for h in v] for q, v in hits.items()})
+    small, whole = answers
+    for q in QUERIES:
+        assert small[q], q
+        assert [i for i, _ in small[q]] == [i for i, _ in whole[q]], q
+        # the index's document statistics are kept as a build's are (scores differ at 1e-7)
+        assert [s for _, s in small[q]] == pytest.approx([s for _, s in whole[q]], rel=1e-6)
+
+
+def test_a_whole_rebuild_needs_a_larger_budget_and_loses_nothing(
+    stores: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Why the import went in steps: one build over the whole table does not fit this pool.
+    import shutil
+
+    db = tmp_path / "copy.kuzu"
+    shutil.copy(stores[0], db)
+    monkeypatch.setenv("EBB_MEMORY_BUDGET", "128M")
+    brain = Brain.open(db, namespace="t")
+    try:
+        with pytest.raises(StorageError, match="Raise EBB_MEMORY_BUDGET"):
+            _kuzu(brain).rebuild_text_index()
+    finally:
+        brain.close()
+    monkeypatch.delenv("EBB_MEMORY_BUDGET")
+    with Brain.open(db, namespace="t") as brain:  # rebuilt at open
+        assert _kuzu(brain).text_index_state() == "ready"
+        assert brain.stats().nodes == N
+        assert brain.recall(_tag(77_777), k=1)[0].id == "n77777"
+
+
+def test_an_import_in_batches_goes_on_in_steps_once_the_index_is_built(
+    stores: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Into a namespace that holds a memory, an import writes its memories a batch at a time:
+    # the batch that passes what the pool can build builds the index, the later ones are
+    # COPYed into it in steps.
+    export = stores[0].parent / "export.jsonl"
+    db = tmp_path / "batches.kuzu"
+    monkeypatch.setenv("EBB_MEMORY_BUDGET", "128M")
+    with Brain.open(db, namespace="t") as brain:
+        brain.remember("an osprey over the weir before the import", id="first")
+        counts = brain.import_(export, batch=30_000)
+        assert counts["nodes"] == N
+    with Brain.open(db, namespace="t") as brain:
+        assert _kuzu(brain).text_index_state() == "ready"
+        assert brain.stats().nodes == N + 1
+        for i in (0, 29_999, 30_000, 65_432, 99_999):
+            assert brain.recall(_tag(i), k=1)[0].id == f"n{i}"
+        assert brain.recall("osprey", k=1)[0].id == "first"
