@@ -30,13 +30,14 @@ CHILD = textwrap.dedent(
     import json, os, resource, signal, sys
     resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 20, 256 << 20))  # no runaway file
     import ebb_core.kuzu.bulk as bulk
+    import ebb_core.kuzu.index_steps as index_steps
     from ebb_core import Brain, StorageError
 
     path, folder, point, where, kept, new = sys.argv[1:7]
     kept, new = int(kept), int(new)
     bulk._UNDO_STEP = 4_000  # an undo of several statements, to be killed between them
     if point.startswith("stepped-"):  # the text index built early, the rest COPYed into it
-        bulk._INDEX_BYTES_PER_WORD = 1_000  # a 77 MiB pool builds ~80k words: ~14k memories
+        index_steps._INDEX_BYTES_PER_WORD = 1_000  # a 77 MiB pool builds ~80k words: ~14k memories
         point = point[len("stepped-"):]
     copies = []
 
@@ -183,8 +184,8 @@ POINTS = {
     "in-index-build": True,
     "fail-at-links": False,  # an error (not a kill): the import undoes itself
     "during-undo": False,  # killed while undoing a failed import: the next open finishes
-    # The index built early (a pool too small for its whole build, see KuzuBulk._copy_memories):
-    # the build and the steps after it come before the links and the commit.
+    # The index built early (a pool too small for its whole build: see
+    # KuzuIndexSteps._copy_memories): the build and its steps come before the links and commit.
     "stepped-in-index-build": False,
     "stepped-after-a-step": False,
     "stepped-fail-at-links": False,  # undone with the index in place; the next open rebuilds

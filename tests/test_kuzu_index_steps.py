@@ -3,8 +3,8 @@
 Kùzu 0.11.3 builds the full-text index in its buffer pool, at ~120 bytes per indexed word: a
 pool too small for the whole table fails the build ("buffer pool is full"). A large import into
 such a budget therefore builds the index over the memories that fit and ``COPY``s the rest into
-it in steps (``KuzuBulk._copy_memories``). These tests import 100k memories (~1.2M words) under
-a 128M budget (a 77 MiB pool, which builds ~0.6M words) and check that nothing differs from an
+it in steps (``KuzuIndexSteps._copy_memories``). These tests import 100k memories (~1.2M words)
+under a 128M budget (a 77 MiB pool, which builds ~0.6M words) and check that nothing differs from an
 import built at once, except that rebuilding the whole index needs a larger budget.
 """
 

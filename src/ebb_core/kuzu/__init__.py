@@ -22,7 +22,8 @@
   changed only by ``apply(change)`` and ``invalidate()``; ``copies``: the copies it holds.
 * ``search``: full-text search through the text copy or Kùzu's index, and the recall columns'
   lookups (``_columns_of``).
-* ``bulk``: ``bulk_load`` and ``bulk_insert``; ``parquet_ahead``: a ``COPY``'s Parquet file
+* ``bulk``: ``bulk_load`` and ``bulk_insert``; ``index_steps``: the text index built in steps
+  during an import the pool cannot index at once; ``parquet_ahead``: a ``COPY``'s Parquet file
   written in a thread. ``audit``: the audit log. ``maintain``: the
   scoring pass, the tier reference and tier moves, recent-link lists built in bulk.
 * ``text_index``: the in-process copy of the full-text index (BM25 in numpy, Kùzu's formula),

@@ -15,11 +15,10 @@ from typing import Any
 
 from ..errors import EbbError, StorageError
 from ..records import NODE_COLUMNS, repeated
-from .base import KuzuBase
 from .engine import _buffer_pool
+from .index_steps import KuzuIndexSteps, _discard, _Stage
 from .maintain import _doubled_links, _recent_link_lists
 from .mirror import Reloaded
-from .parquet_ahead import ParquetAhead
 from .queries import INDEX_STATE, SEP, _release_arrow_memory
 from .rescored import stored_signature
 from .tables import link_arrow_types, memory_arrow_types
@@ -29,14 +28,6 @@ _ROW_VS_BUILD = 30  # a bulk load under 1/30 of the table keeps the text index (
 # waits for its commit: a 1M import (1M memories, 5M links) filled the default 1.5 GiB pool at
 # its memories alone (2026-12-02), a 100k one (500k links) fit.
 _LOAD_BYTES_PER_MEMORY = 4_000
-# What building the text index holds of the buffer pool per word it indexes: Kùzu 0.11.3's
-# CREATE_FTS_INDEX over 12.0M words (1M memories) failed in a 1,350 MB pool and fit in 1,400
-# (113-117 bytes a word); over 6.0M (500k memories) it failed in 700 MB and fit in 725
-# (117-121); the same 12.0M words in 500k memories needed what 1M did (2026-12-04). Counted
-# with a margin, which a default budget's pool (1.5 GiB) still builds 1M such memories in.
-_INDEX_BYTES_PER_WORD = 128
-_INDEX_STEP = 100_000  # memories a COPY into the built index takes at most (see _copy_memories)
-_INDEX_STEP_SHARE = 16  # ... and words: at most 1/16 of what the pool could build
 # Meta key of a committed bulk load in progress (see KuzuBulk.bulk_load): JSON with "start",
 # the Memory table's first offset it writes, and what it holds.
 IMPORT_PENDING = "import:pending"
@@ -45,19 +36,7 @@ _ENDS = ("Memory", "Memory")
 log = logging.getLogger(__name__)
 
 
-class _Stage:
-    """A committed bulk load (see ``KuzuBulk.bulk_load``): where its memories start (the Memory
-    table's offset, once its marker is committed) and the uids it has written so far."""
-
-    def __init__(self, words: int = 0) -> None:
-        self.start: int | None = None
-        self.uids: list[Any] = []
-        self.words = words  # what the text index's build would index: the table's words
-        self.indexed = False  # the index was built during the load (see _copy_memories)
-        self.steps: list[Any] = []  # memories to COPY once it is built (_build_and_step)
-
-
-class KuzuBulk(KuzuBase):
+class KuzuBulk(KuzuIndexSteps):
     """The bulk-load half of ``KuzuStore``."""
 
     _bulk_fits = True  # this bulk load's rows may go through LOAD FROM (bulk_load sets it)
@@ -427,108 +406,6 @@ class KuzuBulk(KuzuBase):
             solo=solo,
         )
 
-    def _table_words(self, total: int) -> int:
-        """The words of the Memory table's texts (what a build of its index indexes)."""
-        if not total:
-            return 0
-        q = "MATCH (m:Memory) RETURN sum(size(string_split(m.text, ' ')))"
-        return int(self._q(q)[0][0] or 0)
-
-    def _copy_memories(self, rows: list[Any], stage: _Stage) -> None:
-        """``COPY`` a committed bulk load's memories (the Arrow table in ``rows``, taken out of
-        the list; its text index dropped: see bulk_load), so that the index's build fits the
-        buffer pool.
-
-        Kùzu 0.11.3 builds the index (CREATE_FTS_INDEX) in the pool, at ~113-121 bytes per
-        indexed word (``_INDEX_BYTES_PER_WORD``): a pool too small for the whole table fails
-        the build ("buffer pool is full"), while a COPY into the built index holds much less.
-        So when the table's words would pass what the pool can build, the memories that fit
-        are COPYed, the index is built over them once the caller has let go of what only the
-        memories' write needed (``_build_and_step``), and the rest is COPYed into it in steps
-        (each committed on its own and checkpointed) of at most ``_INDEX_STEP`` memories and
-        1/``_INDEX_STEP_SHARE`` of the words the pool could build: a step's COPY holds the pool
-        in proportion to its words, plus a share that grows with the index (in a 300 MB pool,
-        steps of 50k memories failed past 950k memories, steps of 10k reached 1M).
-
-        An import past what the budget can build thus completes, only slower, and the index
-        answers as one built at once (the same hits; BM25 scores within 1e-13, recall's within
-        1e-6). Measured 2026-12-04: 1M memories under a 2G budget in 48 s (41 s at the
-        default); steps of 100k memories into a 400k index at ~60 µs a memory, against ~18 µs
-        in a build; steps of 10k into a growing index in a 300 MB pool at 60 to 180 µs. The
-        early build also runs while the import's columns are still held: 1M memories built
-        that way peaked at 3.0 GB of RSS against 2.3 GB built after the load (2.9 GB under
-        2G), so one build at the end stays the path wherever the pool holds it. Words are
-        counted as spaces plus one per memory. A table whose memories stored before already
-        pass what the pool can build fails with the error that says to raise the budget,
-        nothing lost.
-        """
-        import pyarrow.compute as pc
-
-        table = rows.pop()
-        room = _buffer_pool(self._budget) // _INDEX_BYTES_PER_WORD  # words one build holds
-        if stage.indexed:  # an earlier batch of this load built it
-            self._copy_steps(self._steps(table, room, to_files=False))
-            return
-        words = pc.add(pc.count_substring(table["text"], " "), 1)  # ~0.2 s at 1M
-        total = stage.words + (pc.sum(words).as_py() or 0)
-        if total <= room:
-            self._copy("Memory", table, may_roll_back=False, solo=True)
-            stage.words = total
-            return
-        # the memories whose words still fit (none if the table's alone do not: its build
-        # then fails with the error that says to raise the budget, nothing lost)
-        fit = int(pc.sum(pc.less_equal(pc.cumulative_sum(words), room - stage.words)).as_py())
-        del words
-        if fit:
-            self._copy("Memory", table.slice(0, fit), may_roll_back=False, solo=True)
-        rest = [table.slice(fit)]
-        del table
-        stage.steps = self._steps(rest.pop(), room, to_files=True)
-        stage.indexed = True  # by _build_and_step, which the caller runs next
-
-    def _steps(self, table: Any, room: int, *, to_files: bool) -> list[Any]:
-        """``table`` cut in the steps of _copy_memories: Arrow slices, or (``to_files``, where
-        the store's folder allows it) Parquet files written now, so that the caller can let
-        go of the table (~0.5 GB at 1M) before the index's build."""
-        import pyarrow.compute as pc
-
-        n = table.num_rows
-        per_row = pc.sum(pc.count_substring(table["text"], " ")).as_py() / n + 1 if n else 1
-        step = max(1_000, min(_INDEX_STEP, int(room / _INDEX_STEP_SHARE / per_row)))
-        steps: list[Any] = []
-        try:
-            for lo in range(0, n, step):
-                part = table.slice(lo, step)
-                ahead = self._parquet_ahead(part, any_size=True) if to_files else None
-                if ahead is not None:
-                    ahead.wait()  # written now
-                steps.append(part if ahead is None else ahead)
-                del part, ahead
-        except BaseException:
-            _discard(steps)
-            raise
-        return steps
-
-    def _build_and_step(self, stage: _Stage) -> None:
-        """Build the text index over the memories COPYed so far, then COPY the load's other
-        memories into it (see _copy_memories), once the caller let go of what only the
-        memories' write needed: the build holds the pool, and Kùzu memory beside it."""
-        steps, stage.steps = stage.steps, []
-        try:
-            _release_arrow_memory()
-            self._maybe_checkpoint(force=True)  # the rows out of the WAL before the build
-            self._create_text_index()
-            self._index_dropped = False
-            self._copy_steps(steps)
-        finally:
-            _discard(steps)
-
-    def _copy_steps(self, steps: list[Any]) -> None:
-        """COPY each step (taken out of the list), each committed and checkpointed."""
-        while steps:
-            self._copy("Memory", steps.pop(0), may_roll_back=False, solo=True)
-            self._maybe_checkpoint(force=True)
-
     def _create_rows(self, table: Any) -> None:
         """Insert an Arrow table of Memory rows with one parameterised CREATE each."""
         props = ", ".join(f"{c}: ${c}" for c in table.column_names)
@@ -536,15 +413,6 @@ class KuzuBulk(KuzuBase):
         for lo in range(0, table.num_rows, 10_000):
             for row in table.slice(lo, 10_000).to_pylist():
                 self._q(query, row)
-
-
-def _discard(steps: list[Any]) -> None:
-    """Delete the Parquet files of steps not COPYed (a killed process leaves them to
-    ``_remove_copy_files``)."""
-    for left in steps:
-        if isinstance(left, ParquetAhead):
-            left.discard()
-    steps.clear()
 
 
 def _distinct(values: Any) -> list[str]:
