@@ -66,13 +66,14 @@ class KuzuIndexSteps(KuzuBase):
 
         An import past what the budget can build thus completes, only slower, and the index
         answers as one built at once (the same hits; BM25 scores within 1e-13, recall's within
-        1e-6). Measured 2026-12-04: 1M memories under a 2G budget in 48 s (41 s at the
-        default); steps of 100k memories into a 400k index at ~60 µs a memory, against ~18 µs
-        in a build; steps of 10k into a growing index in a 300 MB pool at 60 to 180 µs. The
-        early build also runs while the import's columns are still held: 1M memories built
-        that way peaked at 3.0 GB of RSS against 2.3 GB built after the load (2.9 GB under
-        2G), so one build at the end stays the path wherever the pool holds it. Words are
-        counted as spaces plus one per memory. A table whose memories stored before already
+        1e-6). Measured 2026-12-04 (``bench_core``, 1M memories): imports of 81 s under a 1G
+        budget and 59 s under 2G, against 40 s at the default; steps of 100k memories into a
+        400k index at ~60 µs a memory, against ~18 µs in a build; steps of 10k into a growing
+        index in a 300 MB pool at 60 to 180 µs. The early build also runs while the import's
+        columns are still held: 1M memories built that way at the default budget peaked at
+        3.0 GB of RSS against 2.3 GB built after the load, so one build at the end stays the
+        path wherever the pool holds it. Words are counted as spaces plus one per memory
+        (``_word_counts``). A table whose memories stored before already
         pass what the pool can build fails with the error that says to raise the budget,
         nothing lost.
         """
@@ -81,9 +82,9 @@ class KuzuIndexSteps(KuzuBase):
         table = rows.pop()
         room = _buffer_pool(self._budget) // _INDEX_BYTES_PER_WORD  # words one build holds
         if stage.indexed:  # an earlier batch of this load built it
-            self._copy_steps(self._steps(table, room, to_files=False))
+            self._copy_steps(self._steps(table, _word_counts(table), room, to_files=False))
             return
-        words = pc.add(pc.count_substring(table["text"], " "), 1)  # ~0.2 s at 1M
+        words = _word_counts(table)  # ~0.2 s at 1M
         total = stage.words + (pc.sum(words).as_py() or 0)
         if total <= room:
             self._copy("Memory", table, may_roll_back=False, solo=True)
@@ -94,22 +95,19 @@ class KuzuIndexSteps(KuzuBase):
         # lost): a build that fills the pool leaves the steps' pages nowhere.
         early = int(room * _EARLY_SHARE) - stage.words
         fit = int(pc.sum(pc.less_equal(pc.cumulative_sum(words), early)).as_py())
-        del words
         if fit:
             self._copy("Memory", table.slice(0, fit), may_roll_back=False, solo=True)
-        rest = [table.slice(fit)]
-        del table
-        stage.steps = self._steps(rest.pop(), room, to_files=True)
+        stage.steps = self._steps(table.slice(fit), words.slice(fit), room, to_files=True)
         stage.indexed = True  # by _build_and_step, which the caller runs next
 
-    def _steps(self, table: Any, room: int, *, to_files: bool) -> list[Any]:
-        """``table`` cut in the steps of _copy_memories: Arrow slices, or (``to_files``, where
-        the store's folder allows it) Parquet files written now, so that the caller can let
-        go of the table (~0.5 GB at 1M) before the index's build."""
+    def _steps(self, table: Any, words: Any, room: int, *, to_files: bool) -> list[Any]:
+        """``table`` (its rows' ``words``) cut in the steps of _copy_memories: Arrow slices, or
+        (``to_files``, where the store's folder allows it) Parquet files written now, so that
+        the caller can let go of the table (~0.5 GB at 1M) before the index's build."""
         import pyarrow.compute as pc
 
         n = table.num_rows
-        per_row = pc.sum(pc.count_substring(table["text"], " ")).as_py() / n + 1 if n else 1
+        per_row = (pc.sum(words).as_py() or 0) / n if n else 1
         step = max(1_000, min(_INDEX_STEP, int(room / _INDEX_STEP_SHARE / per_row)))
         steps: list[Any] = []
         try:
@@ -144,6 +142,13 @@ class KuzuIndexSteps(KuzuBase):
         while steps:
             self._copy("Memory", steps.pop(0), may_roll_back=False, solo=True)
             self._maybe_checkpoint(force=True)
+
+
+def _word_counts(table: Any) -> Any:
+    """Each row's words as the stepped build counts them: its text's spaces, plus one."""
+    import pyarrow.compute as pc
+
+    return pc.add(pc.count_substring(table["text"], " "), 1)
 
 
 def _discard(steps: list[Any]) -> None:
