@@ -5,7 +5,9 @@ pool too small for the whole table fails the build ("buffer pool is full"). A la
 such a budget therefore builds the index over the memories that fit and ``COPY``s the rest into
 it in steps (``KuzuIndexSteps._copy_memories``). These tests import 100k memories (~1.2M words)
 under a 128M budget (a 77 MiB pool, which builds ~0.6M words) and check that nothing differs from an
-import built at once, except that rebuilding the whole index needs a larger budget.
+import built at once. Rebuilding the whole index, which Kùzu builds only over the whole table,
+needs a larger budget: such a rebuild is refused before anything is dropped, with the budget
+that can, and an import that would drop the index keeps it instead.
 """
 
 from __future__ import annotations
@@ -105,26 +107,96 @@ def test_it_answers_as_an_index_built_at_once(stores: tuple[Path, Path]) -> None
         assert [s for _, s in small[q]] == pytest.approx([s for _, s in whole[q]], rel=1e-6)
 
 
-def test_a_whole_rebuild_needs_a_larger_budget_and_loses_nothing(
+def test_a_rebuild_the_budget_cannot_hold_keeps_the_index_and_names_the_budget_that_can(
     stores: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    # Why the import went in steps: one build over the whole table does not fit this pool.
+    # One build over the whole table does not fit this pool (why the import went in steps).
+    # Kùzu builds an index only over a whole table, so a rebuild (`ebb repair`) is refused
+    # before the index is dropped, and names the budget that builds it.
+    import re
+    import shutil
+
+    from ebb_core.repair import repair
+
+    db = tmp_path / "copy.kuzu"
+    shutil.copy(stores[0], db)
+    monkeypatch.setenv("EBB_MEMORY_BUDGET", "128M")
+    with Brain.open(db, namespace="t") as brain:
+        store = _kuzu(brain)
+        with pytest.raises(StorageError, match="Nothing was changed") as refused:
+            store.rebuild_text_index()
+        assert store.text_index_state() == "ready"
+        assert brain.recall(_tag(77_777), k=1)[0].id == "n77777"
+        assert store.rebuild_text_index(or_keep=True) is False
+    said = str(refused.value)
+    assert "EBB_MEMORY_BUDGET=128M gives it 76 MB" in said, said
+    report = repair(db)  # `ebb repair` under this budget keeps the index, and checks it
+    assert report.ok and "kept its text index" in " ".join(report.actions), report.actions
+    named = re.search(r"Run this once with EBB_MEMORY_BUDGET=(\S+G)", said)
+    assert named, said
+    monkeypatch.setenv("EBB_MEMORY_BUDGET", named.group(1))  # the budget named builds it
+    with Brain.open(db, namespace="t") as brain:
+        assert _kuzu(brain).rebuild_text_index() is True
+    monkeypatch.setenv("EBB_MEMORY_BUDGET", "128M")  # ... and the store works under 128M
+    with Brain.open(db, namespace="t") as brain:
+        store = _kuzu(brain)
+        assert store.text_index_state() == "ready"
+        assert brain.recall(_tag(12_345), k=1)[0].id == "n12345"
+        # The refusal is not over-cautious: a build at once fails in this pool.
+        store._drop_text_index()
+        with pytest.raises(StorageError, match="Raise EBB_MEMORY_BUDGET"):
+            store._create_text_index()
+    monkeypatch.delenv("EBB_MEMORY_BUDGET")
+    with Brain.open(db, namespace="t") as brain:  # rebuilt at open, nothing lost
+        assert _kuzu(brain).text_index_state() == "ready"
+        assert brain.stats().nodes == N
+
+
+def _more(path: Path, n: int) -> Path:
+    with path.open("w") as fh:
+        fh.write(json.dumps({"type": "ebb-export", "version": 1, "namespaces": ["u"]}) + "\n")
+        for i in range(n):
+            text = f"a later note of a {ANIMALS[i % 7]} by the {PLACES[i % 5]} marked {_tag(N + i)}"
+            fh.write(json.dumps({"type": "node", "namespace": "u", "id": f"u{i}", "text": text}))
+            fh.write("\n")
+    return path
+
+
+def test_an_import_into_a_store_past_the_pool_keeps_its_index(
+    stores: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A large import drops the index and builds it again after; the stored memories' words
+    # alone pass what this pool can build, so the import keeps the index and creates its
+    # memories in it when its transaction fits, and is refused (nothing written) otherwise.
+    import re
     import shutil
 
     db = tmp_path / "copy.kuzu"
     shutil.copy(stores[0], db)
     monkeypatch.setenv("EBB_MEMORY_BUDGET", "128M")
-    brain = Brain.open(db, namespace="t")
-    try:
-        with pytest.raises(StorageError, match="Raise EBB_MEMORY_BUDGET"):
-            _kuzu(brain).rebuild_text_index()
-    finally:
-        brain.close()
-    monkeypatch.delenv("EBB_MEMORY_BUDGET")
-    with Brain.open(db, namespace="t") as brain:  # rebuilt at open
+    with Brain.open(db, namespace="u") as brain:
+        with pytest.raises(StorageError, match="in parts of at most 10,066 memories") as refused:
+            brain.import_(_more(tmp_path / "big.jsonl", 20_000))
+        assert "import 20,000 memories at once" in str(refused.value)
+        assert brain.stats().nodes == 0
         assert _kuzu(brain).text_index_state() == "ready"
+        assert brain.import_(_more(tmp_path / "part.jsonl", 5_000))["nodes"] == 5_000
+        assert brain.recall(_tag(N + 4_999), k=1)[0].id == "u4999"
+    with Brain.open(db, namespace="t") as brain:
+        assert _kuzu(brain).text_index_state() == "ready"
+        assert brain.recall(_tag(99_999), k=1)[0].id == "n99999"
         assert brain.stats().nodes == N
-        assert brain.recall(_tag(77_777), k=1)[0].id == "n77777"
+    # The budget the refusal names takes the import at once (the index dropped and rebuilt).
+    named = re.search(r"Run this once with EBB_MEMORY_BUDGET=(\S+G)", str(refused.value))
+    assert named, str(refused.value)
+    monkeypatch.setenv("EBB_MEMORY_BUDGET", named.group(1))
+    with Brain.open(db, namespace="v") as brain:
+        assert brain.import_(_more(tmp_path / "big.jsonl", 20_000), namespace="v")["nodes"]
+        assert brain.recall(_tag(N + 19_999), k=1)[0].id == "u19999"
+    monkeypatch.setenv("EBB_MEMORY_BUDGET", "128M")
+    with Brain.open(db, namespace="v") as brain:
+        assert _kuzu(brain).text_index_state() == "ready"
+        assert brain.stats().nodes == 20_000
 
 
 def test_an_import_in_batches_goes_on_in_steps_once_the_index_is_built(

@@ -276,6 +276,13 @@ def _check_index(conn: Any, report: Report, state: str | None, name: str) -> Non
     )
 
 
+_REBUILT = "opened it and rebuilt the text index from the table"
+_KEPT = (
+    "opened it and kept its text index, which EBB_MEMORY_BUDGET could not build again "
+    "(the checks below read it whole)"
+)
+
+
 def repair(path: str | Path, *, into: str | Path | None = None) -> Report:
     """Mend the store at ``path`` without losing a committed row (see the module docstring)."""
     from .errors import StoreRebuilt
@@ -299,8 +306,8 @@ def repair(path: str | Path, *, into: str | Path | None = None) -> Report:
                 report.actions.append(str(w.message))
                 report.damaged_copy = str(w.message).rsplit(" ", 1)[-1]
             try:
-                store.rebuild_text_index()
-                report.actions.append("opened it and rebuilt the text index from the table")
+                rebuilt = store.rebuild_text_index(or_keep=True)
+                report.actions.append(_REBUILT if rebuilt else _KEPT)
             finally:
                 store.close()
             after = diagnose(p)

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import EbbError, StorageError
 from ..records import NODE_COLUMNS, repeated
 from .engine import _buffer_pool
-from .index_steps import KuzuIndexSteps, _discard, _Stage
+from .index_steps import _EARLY_SHARE, KuzuIndexSteps, _discard, _Stage
 from .maintain import _doubled_links, _recent_link_lists
 from .mirror import Reloaded
 from .queries import INDEX_STATE, SEP, _release_arrow_memory
@@ -94,6 +94,8 @@ class KuzuBulk(KuzuIndexSteps):
             self.check_room(extra=rows * 4_000)
             fits = rows * _LOAD_BYTES_PER_MEMORY <= _buffer_pool(self._budget) // 2
             staged = rows > 0 and not self._depth and (rows * _ROW_VS_BUILD >= total or not fits)
+            if staged and total:
+                staged = self._may_drop_index(rows, fits)
             self._bulk_fits = fits or staged  # read by the import (transfer._load), below
             stage = self._stage = _Stage(self._table_words(total)) if staged else None
             if staged:
@@ -119,6 +121,27 @@ class KuzuBulk(KuzuIndexSteps):
                 if not self._closed:
                     built = stage is not None and stage.indexed
                     self._after_bulk_load(staged, failed, built=built)
+
+    def _may_drop_index(self, rows: int, fits: bool) -> bool:
+        """Whether a load of ``rows`` may drop the text index (see bulk_load): not when the
+        words it holds already pass what the pool can build again beside the load
+        (``_EARLY_SHARE`` of it; a whole rebuild, ``rebuild_text_index``, may take the whole
+        pool). The load then keeps the index and creates its memories in it one by one, when
+        its transaction fits in the pool (``fits``), and is refused otherwise, nothing
+        written, with the error that names the budget (or the parts) it fits in."""
+        stored = self._indexed_words()
+        if stored is None or stored <= self._index_room() * _EARLY_SHARE:
+            return True
+        if fits:
+            return False
+        part = _buffer_pool(self._budget) // 2 // _LOAD_BYTES_PER_MEMORY
+        raise self._too_small_to_rebuild(
+            stored,
+            f"import {rows:,} memories at once",
+            also=f"; or import it in parts of at most {part:,} memories, which go into "
+            "the index as it stands",
+            share=_EARLY_SHARE,
+        )
 
     def _after_bulk_load(self, rebuild: bool, failed: bool, *, built: bool = False) -> None:
         """After a bulk load: the text index rebuilt if the load dropped it (``rebuild``) and

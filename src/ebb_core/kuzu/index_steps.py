@@ -5,12 +5,14 @@ is ``COPY``ed into it in steps (see ``KuzuIndexSteps._copy_memories``)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from ..errors import StorageError
 from .base import KuzuBase
 from .engine import _buffer_pool
 from .parquet_ahead import ParquetAhead
-from .queries import _release_arrow_memory
+from .queries import FTS_INDEX, _release_arrow_memory
 
 # What building the text index holds of the buffer pool per word it indexes: Kùzu 0.11.3's
 # CREATE_FTS_INDEX over 12.0M words (1M memories) failed in a 1,350 MB pool and fit in 1,400
@@ -80,7 +82,7 @@ class KuzuIndexSteps(KuzuBase):
         import pyarrow.compute as pc
 
         table = rows.pop()
-        room = _buffer_pool(self._budget) // _INDEX_BYTES_PER_WORD  # words one build holds
+        room = self._index_room()
         if stage.indexed:  # an earlier batch of this load built it
             self._copy_steps(self._steps(table, _word_counts(table), room, to_files=False))
             return
@@ -122,6 +124,38 @@ class KuzuIndexSteps(KuzuBase):
             _discard(steps)
             raise
         return steps
+
+    def _index_room(self) -> int:
+        """The words one build of the text index can index in this store's buffer pool."""
+        return _buffer_pool(self._budget) // _INDEX_BYTES_PER_WORD
+
+    def _indexed_words(self) -> int | None:
+        """The words the text index holds (its documents' lengths: stop words left out, so
+        fewer than _table_words counts), or None without a finished index."""
+        if self.text_index_state() != "ready":
+            return None
+        table_id = self._rows("CALL show_tables() WHERE name = 'Memory' RETURN id")[0][0]
+        docs = f"`{table_id}_{FTS_INDEX}_docs`"
+        got = self._internal_rows(f"MATCH (d:{docs}) RETURN sum(d.len)")
+        return None if not got or got[0][0] is None else int(got[0][0])
+
+    def _too_small_to_rebuild(
+        self, words: int, doing: str, *, also: str = "", share: float = 1.0
+    ) -> StorageError:
+        """The error for ``doing`` when it would rebuild a text index of ``words`` (which
+        a build holds in the pool, see _INDEX_BYTES_PER_WORD) that this budget's pool cannot
+        hold in the ``share`` of it the build may take: it names the budget that can."""
+        need = words * _INDEX_BYTES_PER_WORD
+        budget = math.ceil(need / share * 5 / 3 / (1 << 29)) / 2  # in GiB, rounded up to 0.5
+        return StorageError(
+            f"cannot {doing} in the store {self._path}: that rebuilds its text index, whose "
+            f"{words:,} indexed words need ~{need >> 20:,} MB of the buffer pool to build, "
+            f"and EBB_MEMORY_BUDGET={self._budget >> 20}M gives it "
+            f"{_buffer_pool(self._budget) >> 20:,} MB. Nothing was changed, and the store "
+            f"works as it is. Run this once with EBB_MEMORY_BUDGET={budget:g}G (or more), "
+            f"after which the store works under the smaller budget again{also}",
+            path=self._path,
+        )
 
     def _build_and_step(self, stage: _Stage) -> None:
         """Build the text index over the memories COPYed so far, then COPY the load's other

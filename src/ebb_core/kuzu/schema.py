@@ -86,10 +86,22 @@ class KuzuSchema(KuzuBase):
     # `enable_internal_catalog` is on), builds, and commits "ready". Each step can be redone, so
     # a kill at any point leaves "building" (or no index) and the next open builds again.
 
-    def rebuild_text_index(self) -> None:
-        """Drop and rebuild the full-text index from the table (after crash recovery)."""
+    def rebuild_text_index(self, *, or_keep: bool = False) -> bool:
+        """Drop and rebuild the full-text index from the table (``ebb repair``); True if
+        rebuilt.
+
+        A finished index is not dropped when this budget's buffer pool could not build it
+        again (its indexed words, see ``KuzuIndexSteps._index_room``): that raises the
+        ``StorageError`` naming the budget that can, or with ``or_keep`` returns False, the
+        index kept as it is."""
         with self._lock:
+            words = self._indexed_words()
+            if words is not None and words > self._index_room():
+                if or_keep:
+                    return False
+                raise self._too_small_to_rebuild(words, "rebuild the text index")
             self._build_text_index()
+            return True
 
     def _ensure_text_index(self, *, force: bool = False) -> bool:
         """Build the index unless it is present and its last build finished. True if built."""
