@@ -32,6 +32,7 @@ from .engine import (
     _reshapes,
     _room_for,
     _writes,
+    stop_after_failed_checkpoint,
     storage_error,
 )
 from .parquet_ahead import ParquetAhead, write_parquet
@@ -358,7 +359,16 @@ class KuzuSession(KuzuFiles):
         try:
             self._conn.execute(query)
         except RuntimeError as exc:
-            raise self._failed(exc) from None
+            err = self._failed(exc)
+            if query == "CHECKPOINT" and "buffer pool is full" in str(exc).lower():
+                # Never used again here: see engine.stop_after_failed_checkpoint
+                self._conn = self._db = stop_after_failed_checkpoint(
+                    self._conn, self._db, self._path, self._budget
+                )
+                self._forget_cached()
+                self._prepared.clear()
+                err = self._conn.error
+            raise err from None
         if query == "CHECKPOINT":
             self._reshaped, self._commits = False, 0  # the WAL is folded into the file
 

@@ -1,0 +1,113 @@
+"""A checkpoint that runs out of buffer pool loses nothing.
+
+Kùzu 0.11.3 keeps a wrong state in the process after a ``CHECKPOINT`` that failed for want of
+buffer pool (every text of the Memory table then reads back empty), and the next checkpoint,
+the one its close makes included, writes that state into the file. Revising texts inside the
+text index makes each checkpoint need more of the pool: under the smallest budget (64M, a
+38 MiB pool) a 10k-memory store's checkpoint fails after ~200 revisions. Ebb then stops using
+the engine in that process, never closing it (``engine.stop_after_failed_checkpoint``), so the
+file stays as the last good checkpoint left it and the write-ahead log holds every commit after.
+The revisions run in a child process that exits normally (the interpreter's exit is where the
+close's checkpoint used to empty every text); the store is then opened here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from ebb_core import Brain
+from ebb_core.repair import diagnose
+
+N = 10_000
+ANIMALS = ["otter", "heron", "badger", "lynx", "marten", "plover", "newt"]
+PLACES = ["harbour", "orchard", "quarry", "meadow", "estuary", "chapel", "ridge", "weir"]
+
+CHILD = textwrap.dedent(
+    """
+    import sys
+    from ebb_core import Brain, StorageError
+
+    def tag(i):
+        letters = ""
+        while True:
+            i, r = divmod(i, 26)
+            letters += chr(97 + r)
+            if not i:
+                return "zr" + letters
+
+    path, done = sys.argv[1:3]
+    with Brain.open(path, namespace="t") as b, open(done, "w") as out:
+        try:
+            for i in range(3_000):
+                b.remember(f"a revised note of a grebe on the mere {tag(i)}", id=f"n{i}")
+                out.write(f"n{i}\\n")  # returned: committed
+                out.flush()
+        except StorageError as exc:
+            print("stopped:", exc)
+        try:
+            b.remember("one more after the stop", id="after")
+        except StorageError as exc:
+            print("refused after:", exc)
+    print("closed")
+    """
+)
+
+
+def _tag(i: int) -> str:
+    """A word of its own for memory ``i`` (letters: the text index splits words at digits)."""
+    letters = ""
+    while True:
+        i, r = divmod(i, 26)
+        letters += chr(97 + r)
+        if not i:
+            return "zq" + letters
+
+
+def test_a_checkpoint_out_of_pool_stops_the_engine_and_loses_no_text(tmp_path: Path) -> None:
+    db = tmp_path / "store.kuzu"
+    export = tmp_path / "export.jsonl"
+    with export.open("w") as fh:
+        for i in range(N):
+            text = (
+                f"a note that tells of a {ANIMALS[i % 7]} seen near the {PLACES[i % 8]} "
+                f"at dawn with its mark {_tag(i)}"
+            )
+            fh.write(json.dumps({"type": "node", "namespace": "t", "id": f"n{i}", "text": text}))
+            fh.write("\n")
+    with Brain.open(db, namespace="t") as b:
+        b.import_(export)
+    done = tmp_path / "done.txt"
+    env = {**os.environ, "EBB_MEMORY_BUDGET": "64M"}
+    p = subprocess.run(
+        [sys.executable, "-c", CHILD, str(db), str(done)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "stopped: Kùzu could not checkpoint the store" in p.stdout, p.stdout
+    assert "Open the store again in a new process" in p.stdout, p.stdout
+    assert "refused after: Kùzu could not checkpoint" in p.stdout, p.stdout
+    assert p.stdout.rstrip().endswith("closed"), p.stdout
+    revised = done.read_text().split()
+    assert 10 < len(revised) < 3_000, len(revised)  # it stopped part of the way
+    assert os.path.exists(f"{db}.wal")  # the commits since the last good checkpoint
+    # Opened in a new process (this one) at the default budget: every text is there.
+    with Brain.open(db, namespace="t") as b:
+        assert b.stats().nodes == N
+        for i in range(N):
+            got = b.get(f"n{i}").text
+            if f"n{i}" in revised:
+                assert got == f"a revised note of a grebe on the mere zr{_tag(i)[2:]}", i
+            else:
+                assert got.startswith("a note that tells of a ") and got.endswith(_tag(i)), i
+        last = int(revised[-1][1:])
+        assert b.recall("zr" + _tag(last)[2:], k=1)[0].id == f"n{last}"
+        assert b.recall(_tag(N - 1), k=1)[0].id == f"n{N - 1}"
+    assert diagnose(db).ok
