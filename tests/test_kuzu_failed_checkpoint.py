@@ -2,8 +2,8 @@
 
 Kùzu 0.11.3 keeps a wrong state in the process after a ``CHECKPOINT`` that failed for want of
 buffer pool (every text of the Memory table then reads back empty), and the next checkpoint,
-the one its close makes included, writes that state into the file. Revising texts inside the
-text index makes each checkpoint need more of the pool: under the smallest budget (64M, a
+the one its close makes included, writes that state into the file. Revising texts (a string
+column) makes each checkpoint need more of the pool: under the smallest budget (64M, a
 38 MiB pool) a 10k-memory store's checkpoint fails after ~200 revisions. Ebb then stops using
 the engine in that process, never closing it (``engine.stop_after_failed_checkpoint``), so the
 file stays as the last good checkpoint left it and the write-ahead log holds every commit after.
@@ -22,25 +22,22 @@ from pathlib import Path
 
 from ebb_core import Brain
 from ebb_core.repair import diagnose
+from test_kuzu_index_steps import ANIMALS, PLACES, _tag
 
 N = 10_000
-ANIMALS = ["otter", "heron", "badger", "lynx", "marten", "plover", "newt"]
-PLACES = ["harbour", "orchard", "quarry", "meadow", "estuary", "chapel", "ridge", "weir"]
 
 CHILD = textwrap.dedent(
     """
     import sys
     from ebb_core import Brain, StorageError
 
-    def tag(i):
-        letters = ""
-        while True:
-            i, r = divmod(i, 26)
-            letters += chr(97 + r)
-            if not i:
-                return "zr" + letters
+    path, done, tests = sys.argv[1:4]
+    sys.path.insert(0, tests)
+    from test_kuzu_index_steps import _tag
 
-    path, done = sys.argv[1:3]
+    def tag(i):  # a word of its own, other than the memory's first text's
+        return "zr" + _tag(i)[2:]
+
     with Brain.open(path, namespace="t") as b, open(done, "w") as out:
         try:
             for i in range(3_000):
@@ -56,16 +53,6 @@ CHILD = textwrap.dedent(
     print("closed")
     """
 )
-
-
-def _tag(i: int) -> str:
-    """A word of its own for memory ``i`` (letters: the text index splits words at digits)."""
-    letters = ""
-    while True:
-        i, r = divmod(i, 26)
-        letters += chr(97 + r)
-        if not i:
-            return "zq" + letters
 
 
 def test_a_checkpoint_out_of_pool_stops_the_engine_and_loses_no_text(tmp_path: Path) -> None:
@@ -84,7 +71,7 @@ def test_a_checkpoint_out_of_pool_stops_the_engine_and_loses_no_text(tmp_path: P
     done = tmp_path / "done.txt"
     env = {**os.environ, "EBB_MEMORY_BUDGET": "64M"}
     p = subprocess.run(
-        [sys.executable, "-c", CHILD, str(db), str(done)],
+        [sys.executable, "-c", CHILD, str(db), str(done), str(Path(__file__).parent)],
         capture_output=True,
         text=True,
         timeout=300,

@@ -107,20 +107,34 @@ def test_it_answers_as_an_index_built_at_once(stores: tuple[Path, Path]) -> None
         assert [s for _, s in small[q]] == pytest.approx([s for _, s in whole[q]], rel=1e-6)
 
 
+def _small_copy(stores: tuple[Path, Path], tmp_path: Path, mp: pytest.MonkeyPatch) -> Path:
+    """A copy of the store imported in steps, opened from now on under its 128M budget."""
+    import shutil
+
+    db = tmp_path / "copy.kuzu"
+    shutil.copy(stores[0], db)
+    mp.setenv("EBB_MEMORY_BUDGET", "128M")
+    return db
+
+
+def _named_budget(said: str) -> str:
+    """The budget a refusal names (``Run this once with EBB_MEMORY_BUDGET=...G``)."""
+    import re
+
+    named = re.search(r"Run this once with EBB_MEMORY_BUDGET=(\S+G)", said)
+    assert named, said
+    return named.group(1)
+
+
 def test_a_rebuild_the_budget_cannot_hold_keeps_the_index_and_names_the_budget_that_can(
     stores: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     # One build over the whole table does not fit this pool (why the import went in steps).
     # Kùzu builds an index only over a whole table, so a rebuild (`ebb repair`) is refused
     # before the index is dropped, and names the budget that builds it.
-    import re
-    import shutil
-
     from ebb_core.repair import repair
 
-    db = tmp_path / "copy.kuzu"
-    shutil.copy(stores[0], db)
-    monkeypatch.setenv("EBB_MEMORY_BUDGET", "128M")
+    db = _small_copy(stores, tmp_path, monkeypatch)
     with Brain.open(db, namespace="t") as brain:
         store = _kuzu(brain)
         with pytest.raises(StorageError, match="Nothing was changed") as refused:
@@ -132,9 +146,7 @@ def test_a_rebuild_the_budget_cannot_hold_keeps_the_index_and_names_the_budget_t
     assert "EBB_MEMORY_BUDGET=128M gives it 76 MB" in said, said
     report = repair(db)  # `ebb repair` under this budget keeps the index, and checks it
     assert report.ok and "kept its text index" in " ".join(report.actions), report.actions
-    named = re.search(r"Run this once with EBB_MEMORY_BUDGET=(\S+G)", said)
-    assert named, said
-    monkeypatch.setenv("EBB_MEMORY_BUDGET", named.group(1))  # the budget named builds it
+    monkeypatch.setenv("EBB_MEMORY_BUDGET", _named_budget(said))  # the budget named builds it
     with Brain.open(db, namespace="t") as brain:
         assert _kuzu(brain).rebuild_text_index() is True
     monkeypatch.setenv("EBB_MEMORY_BUDGET", "128M")  # ... and the store works under 128M
@@ -168,12 +180,7 @@ def test_an_import_into_a_store_past_the_pool_keeps_its_index(
     # A large import drops the index and builds it again after; the stored memories' words
     # alone pass what this pool can build, so the import keeps the index and creates its
     # memories in it when its transaction fits, and is refused (nothing written) otherwise.
-    import re
-    import shutil
-
-    db = tmp_path / "copy.kuzu"
-    shutil.copy(stores[0], db)
-    monkeypatch.setenv("EBB_MEMORY_BUDGET", "128M")
+    db = _small_copy(stores, tmp_path, monkeypatch)
     with Brain.open(db, namespace="u") as brain:
         with pytest.raises(StorageError, match="in parts of at most 10,066 memories") as refused:
             brain.import_(_more(tmp_path / "big.jsonl", 20_000))
@@ -187,9 +194,7 @@ def test_an_import_into_a_store_past_the_pool_keeps_its_index(
         assert brain.recall(_tag(99_999), k=1)[0].id == "n99999"
         assert brain.stats().nodes == N
     # The budget the refusal names takes the import at once (the index dropped and rebuilt).
-    named = re.search(r"Run this once with EBB_MEMORY_BUDGET=(\S+G)", str(refused.value))
-    assert named, str(refused.value)
-    monkeypatch.setenv("EBB_MEMORY_BUDGET", named.group(1))
+    monkeypatch.setenv("EBB_MEMORY_BUDGET", _named_budget(str(refused.value)))
     with Brain.open(db, namespace="v") as brain:
         assert brain.import_(_more(tmp_path / "big.jsonl", 20_000), namespace="v")["nodes"]
         assert brain.recall(_tag(N + 19_999), k=1)[0].id == "u19999"

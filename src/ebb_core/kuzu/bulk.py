@@ -129,8 +129,8 @@ class KuzuBulk(KuzuIndexSteps):
         pool). The load then keeps the index and creates its memories in it one by one, when
         its transaction fits in the pool (``fits``), and is refused otherwise, nothing
         written, with the error that names the budget (or the parts) it fits in."""
-        stored = self._indexed_words()
-        if stored is None or stored <= self._index_room() * _EARLY_SHARE:
+        stored = self._index_past_pool(_EARLY_SHARE)
+        if stored is None:
             return True
         if fits:
             return False

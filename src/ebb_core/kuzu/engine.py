@@ -272,6 +272,11 @@ def _all(result: Any) -> list[list[Any]]:
     return rows
 
 
+def pool_given(budget: int) -> str:
+    """The buffer pool a budget gives, as error messages say it."""
+    return f"EBB_MEMORY_BUDGET={budget >> 20}M gives it {_buffer_pool(budget) >> 20:,} MB"
+
+
 class Stopped:
     """What stands for a Kùzu connection and database that this process must not use again
     (see :func:`stop_after_failed_checkpoint`): every call raises ``error``, closing does
@@ -307,9 +312,8 @@ def stop_after_failed_checkpoint(conn: Any, db: Any, path: str, budget: int) -> 
     return Stopped(
         StorageError(
             f"Kùzu could not checkpoint the store {path} (folding its write-ahead log into the "
-            f"file ran out of the {_buffer_pool(budget) >> 20:,} MB buffer pool "
-            f"EBB_MEMORY_BUDGET={budget >> 20}M gives it), after which it cannot go on "
-            "safely in this process: Ebb stopped using the store here. Nothing "
+            f"file ran out of the buffer pool: {pool_given(budget)}), after which it cannot "
+            "go on safely in this process: Ebb stopped using the store here. Nothing "
             "committed is lost: it is in the write-ahead log. Open the store again in a new "
             "process, with a larger EBB_MEMORY_BUDGET (e.g. twice this one), which folds the "
             "log into the file",

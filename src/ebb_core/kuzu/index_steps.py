@@ -10,9 +10,9 @@ from typing import Any
 
 from ..errors import StorageError
 from .base import KuzuBase
-from .engine import _buffer_pool
+from .engine import _buffer_pool, pool_given
 from .parquet_ahead import ParquetAhead
-from .queries import FTS_INDEX, _release_arrow_memory
+from .queries import _release_arrow_memory
 
 # What building the text index holds of the buffer pool per word it indexes: Kùzu 0.11.3's
 # CREATE_FTS_INDEX over 12.0M words (1M memories) failed in a 1,350 MB pool and fit in 1,400
@@ -129,15 +129,16 @@ class KuzuIndexSteps(KuzuBase):
         """The words one build of the text index can index in this store's buffer pool."""
         return _buffer_pool(self._budget) // _INDEX_BYTES_PER_WORD
 
-    def _indexed_words(self) -> int | None:
-        """The words the text index holds (its documents' lengths: stop words left out, so
-        fewer than _table_words counts), or None without a finished index."""
+    def _index_past_pool(self, share: float = 1.0) -> int | None:
+        """The words the finished text index holds (its documents' lengths: stop words left
+        out, so fewer than _table_words counts) when building them again would pass
+        ``share`` of what the pool can build; None otherwise, or without a finished index."""
         if self.text_index_state() != "ready":
             return None
-        table_id = self._rows("CALL show_tables() WHERE name = 'Memory' RETURN id")[0][0]
-        docs = f"`{table_id}_{FTS_INDEX}_docs`"
+        docs = f"`{self._text_index_prefix()}docs`"
         got = self._internal_rows(f"MATCH (d:{docs}) RETURN sum(d.len)")
-        return None if not got or got[0][0] is None else int(got[0][0])
+        words = None if not got or got[0][0] is None else int(got[0][0])
+        return words if words is not None and words > self._index_room() * share else None
 
     def _too_small_to_rebuild(
         self, words: int, doing: str, *, also: str = "", share: float = 1.0
@@ -150,8 +151,7 @@ class KuzuIndexSteps(KuzuBase):
         return StorageError(
             f"cannot {doing} in the store {self._path}: that rebuilds its text index, whose "
             f"{words:,} indexed words need ~{need >> 20:,} MB of the buffer pool to build, "
-            f"and EBB_MEMORY_BUDGET={self._budget >> 20}M gives it "
-            f"{_buffer_pool(self._budget) >> 20:,} MB. Nothing was changed, and the store "
+            f"and {pool_given(self._budget)}. Nothing was changed, and the store "
             f"works as it is. Run this once with EBB_MEMORY_BUDGET={budget:g}G (or more), "
             f"after which the store works under the smaller budget again{also}",
             path=self._path,

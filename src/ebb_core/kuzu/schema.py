@@ -91,12 +91,12 @@ class KuzuSchema(KuzuBase):
         rebuilt.
 
         A finished index is not dropped when this budget's buffer pool could not build it
-        again (its indexed words, see ``KuzuIndexSteps._index_room``): that raises the
+        again (``KuzuIndexSteps._index_past_pool``): that raises the
         ``StorageError`` naming the budget that can, or with ``or_keep`` returns False, the
         index kept as it is."""
         with self._lock:
-            words = self._indexed_words()
-            if words is not None and words > self._index_room():
+            words = self._index_past_pool()
+            if words is not None:
                 if or_keep:
                     return False
                 raise self._too_small_to_rebuild(words, "rebuild the text index")
@@ -157,11 +157,16 @@ class KuzuSchema(KuzuBase):
 
         With the index present these are its tables; without it, what a killed build left.
         """
-        table_id = self._rows("CALL show_tables() WHERE name = 'Memory' RETURN id")[0][0]
-        prefix = f"{table_id}_{FTS_INDEX}_"
+        prefix = self._text_index_prefix()
         rows = self._internal_rows("CALL show_tables() RETURN name, type") or []
         found = [(r[0], r[1]) for r in rows if str(r[0]).startswith(prefix)]
         return sorted(found, key=lambda r: (r[1] != "REL", r[0]))
+
+    def _text_index_prefix(self) -> str:
+        """What the names of the text index's internal tables start with (the Memory table's
+        id and the index's name): ``<prefix>docs``, ``<prefix>terms``, ..."""
+        table_id = self._rows("CALL show_tables() WHERE name = 'Memory' RETURN id")[0][0]
+        return f"{table_id}_{FTS_INDEX}_"
 
     def _internal_rows(self, query: str) -> list[list[Any]] | None:
         """Rows of ``query`` run with Kùzu's internal tables visible; None if it failed."""
