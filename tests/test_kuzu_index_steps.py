@@ -7,7 +7,8 @@ it in steps (``KuzuIndexSteps._copy_memories``). These tests import 100k memorie
 under a 128M budget (a 77 MiB pool, which builds ~0.6M words) and check that nothing differs from an
 import built at once. Rebuilding the whole index, which Kùzu builds only over the whole table,
 needs a larger budget: such a rebuild is refused before anything is dropped, with the budget
-that can, and an import that would drop the index keeps it instead.
+that can, and an import that would drop the index keeps it instead. An open that must build it
+again (after a crash) copies the store into a new file through the stepped import instead.
 """
 
 from __future__ import annotations
@@ -223,3 +224,68 @@ def test_an_import_in_batches_goes_on_in_steps_once_the_index_is_built(
         for i in (0, 29_999, 30_000, 65_432, 99_999):
             assert brain.recall(_tag(i), k=1)[0].id == f"n{i}"
         assert brain.recall("osprey", k=1)[0].id == "first"
+
+
+_CRASH = """
+import os, sys
+sys.path.insert(0, sys.argv[2])
+from test_kuzu_index_steps import _tag
+from ebb_core import Brain
+brain = Brain.open(sys.argv[1], namespace="t")
+brain.remember("a kingfisher by the weir, noted just before the crash " + _tag(200_001), id="new")
+brain.remember("n7 revised: a stoat in the quarry " + _tag(200_002), id="n7")
+os._exit(0)  # killed: the writes are in the write-ahead log only
+"""
+
+
+def test_a_crash_under_a_budget_too_small_to_rebuild_the_index_copies_the_store_in_steps(
+    stores: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # After a crash, Kùzu's replay leaves the text index without the replayed rows, so the
+    # open builds it again; this pool cannot build it at once, so the open copies the store
+    # into a new file that builds it in steps (as an import does) and keeps the old one.
+    import subprocess
+    import sys
+    import warnings
+
+    from ebb_core.kuzu_store import StoreRebuilt
+    from ebb_core.repair import diagnose, repair
+
+    db = _small_copy(stores, tmp_path, monkeypatch)
+    tests = str(Path(__file__).parent)
+    subprocess.run([sys.executable, "-c", _CRASH, str(db), tests], check=True)
+    assert Path(f"{db}.wal").stat().st_size > 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", StoreRebuilt)
+        with Brain.open(db, namespace="t") as brain:
+            store = _kuzu(brain)
+            assert store.text_index_state() == "ready"
+            assert brain.stats().nodes == N + 1
+            assert brain.recall(_tag(200_001), k=1)[0].id == "new"  # written, then the crash
+            assert brain.recall(_tag(200_002), k=1)[0].id == "n7"  # revised, then the crash
+            assert "n7" not in [h.id for h in brain.recall(_tag(7), k=5)]  # old text gone
+            for i in (0, 54_321, 99_999):  # in the early build, and in the steps after it
+                assert brain.recall(_tag(i), k=1)[0].id == f"n{i}"
+    said = [str(w.message) for w in caught if issubclass(w.category, StoreRebuilt)]
+    assert len(said) == 1 and "built its text index in steps" in said[0], said
+    assert "EBB_MEMORY_BUDGET=128M gives it 76 MB" in said[0]
+    kept = Path(said[0].rsplit(" ", 1)[-1])
+    assert kept.name.startswith("copy.kuzu.before-rebuild-") and kept.exists()
+    assert not [p for p in tmp_path.iterdir() if p.suffix == ".parquet" or "rebuilding" in p.name]
+    assert diagnose(db).ok
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StoreRebuilt)  # opened as it is from now on
+        with Brain.open(db, namespace="t") as brain:
+            assert brain.recall(_tag(200_001), k=1)[0].id == "new"
+    # The file kept aside says its index misses the replayed rows: opened where the pool
+    # builds the index at once, it builds it and answers with every row.
+    monkeypatch.delenv("EBB_MEMORY_BUDGET")
+    with Brain.open(kept, namespace="t") as brain:
+        assert brain.recall(_tag(200_001), k=1)[0].id == "new"
+        assert brain.stats().nodes == N + 1
+    # A salvage into a new file (`ebb repair --into`) builds in steps under the budget too.
+    monkeypatch.setenv("EBB_MEMORY_BUDGET", "128M")
+    report = repair(db, into=tmp_path / "into.kuzu")
+    assert report.ok and report.counts["salvaged Memory"] == N + 1, report.as_dict()
+    with Brain.open(tmp_path / "into.kuzu", namespace="t") as brain:
+        assert brain.recall(_tag(99_998), k=1)[0].id == "n99998"

@@ -9,7 +9,9 @@ and no internal tables left over by a killed build), and WAL / ``.shadow`` files
 up after a killed writer and rebuilds the index). If that fails, it **salvages**: every row the
 raw engine can still read (memories, links, audit entries, metadata) is copied into a new store,
 the damaged file is moved aside (never deleted) and the new store takes its place, unless
-``into`` names another path, in which case the original is left untouched.
+``into`` names another path, in which case the original is left untouched. A salvage builds
+the new store's text index in steps when ``EBB_MEMORY_BUDGET`` cannot build it at once (as a
+large import does), so it works under any budget, only slower.
 """
 
 from __future__ import annotations
@@ -90,12 +92,13 @@ def _tokens(text: str | None, stop: set[str]) -> bool:
     return any(t and t not in stop for t in _TOKEN_SPLIT.sub(" ", text.lower()).split(" "))
 
 
-def _open_raw(path: str, *, fts: bool = True) -> tuple[Any, Any]:
-    """The raw engine on ``path``; with ``fts``, the extension loaded (which fails on a store
-    whose index storage and catalog disagree: rows are still readable without it)."""
+def _open_raw(path: str, *, fts: bool = True, pool: int = 0) -> tuple[Any, Any]:
+    """The raw engine on ``path`` (``pool``: its buffer pool's bytes, else Kùzu's default);
+    with ``fts``, the extension loaded (which fails on a store whose index storage and
+    catalog disagree: rows are still readable without it)."""
     kuzu = _kuzu.load()
     try:
-        db = kuzu.Database(path)
+        db = kuzu.Database(path, buffer_pool_size=pool)
     except RuntimeError as exc:
         if "lock" in str(exc).lower():
             raise StoreLocked(
@@ -411,10 +414,18 @@ def _interrupted_import(conn: Any) -> int | None:
     return int(json.loads(rows[0][0])["start"]) if rows else None
 
 
-def salvage(src: str | Path, dest: str | Path, report: Report | None = None) -> Report:
+def salvage(
+    src: str | Path,
+    dest: str | Path,
+    report: Report | None = None,
+    *,
+    memory_budget: int | None = None,
+) -> Report:
     """Copy every row the raw engine can read from the store at ``src`` into a new store at
-    ``dest`` (which must not exist); the index is built from the copied rows."""
+    ``dest`` (which must not exist); the index is built from the copied rows, in steps when
+    ``memory_budget`` (default: ``EBB_MEMORY_BUDGET``) cannot build it at once."""
     from .kuzu.bulk import IMPORT_PENDING
+    from .kuzu.engine import _buffer_pool, memory_budget_from_env
     from .kuzu.rescored import WATERMARK
     from .kuzu_store import INDEX_STATE, KuzuStore
 
@@ -422,7 +433,9 @@ def salvage(src: str | Path, dest: str | Path, report: Report | None = None) -> 
     report = report or Report(str(src))
     if dest.exists():
         raise StorageError(f"{dest} already exists: choose another path to salvage into")
-    db, conn = _open_raw(str(src), fts=False)  # rows only: the index is built anew
+    budget = memory_budget_from_env() if memory_budget is None else memory_budget
+    # rows only (the index is built anew), read through the budget's pool
+    db, conn = _open_raw(str(src), fts=False, pool=_buffer_pool(budget))
     tables: dict[str, Any] = {}
     try:
         start = _interrupted_import(conn)
@@ -442,14 +455,19 @@ def salvage(src: str | Path, dest: str | Path, report: Report | None = None) -> 
     finally:
         conn.close()
         db.close()
-    store = KuzuStore(dest)
+    store = KuzuStore(dest, memory_budget=budget)
     try:
         memories = tables["Memory"].num_rows if "Memory" in tables else 0
         with store.bulk_load(memories):  # a big copy builds the index once, after it
             for name in ("Memory", "Link", "Audit"):
                 table = tables.get(name)
                 if table is not None and table.num_rows:
-                    store._run(f"COPY {name} FROM $t", {"t": table})
+                    if name == "Memory":  # "m.text" -> "text": named as the table's columns
+                        table = table.rename_columns(
+                            [c.split(".", 1)[-1] for c in table.column_names]
+                        )
+                    # memories past what the budget indexes at once go in steps (copy_rows)
+                    store.copy_rows(name, table)
             meta = tables.get("Meta")
             for key, value in zip(
                 meta.column(0).to_pylist() if meta is not None else [],
@@ -531,24 +549,28 @@ def _read_vectors(conn: Any, report: Report) -> dict[str, tuple[list[str], Any]]
     return {ns: (ids, np.stack(rows)) for ns, (ids, rows) in out.items()}
 
 
-def rebuild_in_place(path: str | Path) -> Path:
+def rebuild_in_place(
+    path: str | Path, *, memory_budget: int | None = None, kept_as: str = "damaged"
+) -> Path:
     """Salvage the store at ``path`` into a new file that takes its place; return where the old
-    file was kept. Used on open when a kill left the index unrecoverable."""
+    file was kept (``<path>.<kept_as>-<time>``). Used on open when a kill left the index
+    unrecoverable, or when the index must be built again and ``memory_budget``'s pool cannot
+    build it at once (the copy builds it in steps: ``KuzuBulk.copy_rows``)."""
     p = Path(path)
     target = _beside(p, "rebuilding")
     try:
-        salvage(p, target)
+        salvage(p, target, memory_budget=memory_budget)
     except BaseException:
         for suffix in ("", ".wal", ".shadow"):  # our own unfinished copy, not the store
             Path(f"{target}{suffix}").unlink(missing_ok=True)
         raise
-    return _swap_in(p, target)
+    return _swap_in(p, target, kept_as)
 
 
-def _swap_in(p: Path, new: Path) -> Path:
+def _swap_in(p: Path, new: Path, kept_as: str = "damaged") -> Path:
     """Put the store ``new`` at ``p``, keeping the old file beside it. A kill at any point
     leaves either the old store or the new one at ``p``, never nothing."""
-    aside = _beside(p, "damaged")
+    aside = _beside(p, kept_as)
     os.link(p, aside)  # the old file stays reachable under its new name
     for suffix in (".wal", ".shadow"):  # the old file's own logs go with it
         log = Path(f"{p}{suffix}")

@@ -14,7 +14,9 @@ from ..errors import (
 from .base import KuzuBase
 from .engine import (
     _all,
+    pool_given,
 )
+from .index_steps import _INDEX_BYTES_PER_WORD, IndexPastPool
 from .queries import (
     FTS_INDEX,
     INDEX_STATE,
@@ -108,6 +110,22 @@ class KuzuSchema(KuzuBase):
         with self._lock:
             if not force and self.text_index_state() == "ready":
                 return False
+            words = self._build_past_pool()
+            if words is not None:  # nothing dropped: see IndexPastPool
+                # a replayed log's rows are missing from it: the file, kept aside by the
+                # rebuild, says so to whatever opens it next
+                self.set_meta(INDEX_STATE, "building")
+                raise IndexPastPool(
+                    f"cannot open the store {self._path} as it is: its text index must be "
+                    f"built again (after a crash, or a build that did not finish), and its "
+                    f"{words:,} words need ~{words * _INDEX_BYTES_PER_WORD >> 20:,} MB of the "
+                    f"buffer pool to build at once, where {pool_given(self._budget)}. "
+                    "Opening it with its rebuild on (the default) copies it into a new file "
+                    "that builds the index in steps; or open it once with a larger "
+                    "EBB_MEMORY_BUDGET. Nothing is lost",
+                    path=self._path,
+                    words=words,
+                )
             self._build_text_index()
             return True
 

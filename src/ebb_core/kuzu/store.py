@@ -33,8 +33,10 @@ from .engine import (
     _open_database,
     _room_for,
     memory_budget_from_env,
+    pool_given,
     storage_error,
 )
+from .index_steps import IndexPastPool
 from .links import KuzuLinks
 from .maintain import KuzuMaintain, moves_per_transaction
 from .meta import KuzuMeta
@@ -302,20 +304,35 @@ class KuzuStore(
             missing_extension = "extension" in str(exc).lower() and "catalog" not in str(exc)
             if not rebuild or isinstance(exc, StoreFull) or read_only or missing_extension:
                 raise
-            # What cleaning up cannot mend (see _drop_text_index): every row is copied into
-            # a new file, which takes the store's place; the old one is kept.
+            # What cleaning up cannot mend (see _drop_text_index), or an index this budget
+            # cannot build at once (IndexPastPool): every row is copied into a new file,
+            # which builds the index in steps if it must and takes the store's place; the old
+            # one is kept.
             from ..repair import rebuild_in_place
 
+            past_pool = isinstance(exc, IndexPastPool)
             try:
-                aside = rebuild_in_place(self._path)
+                aside = rebuild_in_place(
+                    self._path,
+                    memory_budget=self._budget,
+                    kept_as="before-rebuild" if past_pool else "damaged",
+                )
             except RuntimeError as again:  # the rows cannot be read either
                 raise storage_error(again, self._path, "open") from None
-            warnings.warn(
-                f"the store {self._path} was rebuilt from its rows after a crash left its "
-                f"text index unrecoverable; the damaged file is kept at {aside}",
-                StoreRebuilt,
-                stacklevel=3,  # the caller of __init__
-            )
+            if past_pool:
+                said = (
+                    f"the store {self._path} was copied into a new file that built its text "
+                    "index in steps: the index had to be built again (after a crash, or a "
+                    f"build that did not finish) and {pool_given(self._budget)}, too little "
+                    "to build it at once. Nothing was lost; the file as it was (every row of "
+                    f"which is in the new one: delete it once the store works) is kept at {aside}"
+                )
+            else:
+                said = (
+                    f"the store {self._path} was rebuilt from its rows after a crash left its "
+                    f"text index unrecoverable; the damaged file is kept at {aside}"
+                )
+            warnings.warn(said, StoreRebuilt, stacklevel=3)  # 3: the caller of __init__
             self.__init__(  # type: ignore[misc]
                 path,
                 read_only=read_only,
