@@ -9,9 +9,8 @@ and no internal tables left over by a killed build), and WAL / ``.shadow`` files
 up after a killed writer and rebuilds the index). If that fails, it **salvages**: every row the
 raw engine can still read (memories, links, audit entries, metadata) is copied into a new store,
 the damaged file is moved aside (never deleted) and the new store takes its place, unless
-``into`` names another path, in which case the original is left untouched. A salvage builds
-the new store's text index in steps when ``EBB_MEMORY_BUDGET`` cannot build it at once (as a
-large import does), so it works under any budget, only slower.
+``into`` names another path, in which case the original is left untouched. A salvage works
+under any ``EBB_MEMORY_BUDGET``: its index is built in steps where it must, as an import's.
 """
 
 from __future__ import annotations
@@ -462,10 +461,6 @@ def salvage(
             for name in ("Memory", "Link", "Audit"):
                 table = tables.get(name)
                 if table is not None and table.num_rows:
-                    if name == "Memory":  # "m.text" -> "text": named as the table's columns
-                        table = table.rename_columns(
-                            [c.split(".", 1)[-1] for c in table.column_names]
-                        )
                     # memories past what the budget indexes at once go in steps (copy_rows)
                     store.copy_rows(name, table)
             meta = tables.get("Meta")

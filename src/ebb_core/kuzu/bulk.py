@@ -41,7 +41,6 @@ class KuzuBulk(KuzuIndexSteps):
 
     _bulk_fits = True  # this bulk load's rows may go through LOAD FROM (bulk_load sets it)
     _rollback_said: bool | None = None
-    _stage: _Stage | None = None  # the committed bulk load in progress
 
     @property
     def bulk_rollback_safe(self) -> bool:
@@ -121,26 +120,6 @@ class KuzuBulk(KuzuIndexSteps):
                 if not self._closed:
                     built = stage is not None and stage.indexed
                     self._after_bulk_load(staged, failed, built=built)
-
-    def copy_rows(self, name: str, table: Any) -> None:
-        """``COPY`` an Arrow table whose columns are the node or rel table ``name``'s, in
-        order, inside a ``bulk_load`` of a store with no rows in its way (a salvage into a new
-        file, ``repair.salvage``), each committed on its own. Memories go as an import's do
-        (``_copy_memories``): when their words pass what the buffer pool can index in one
-        build, the index is built over those that fit and the rest ``COPY``ed into it in
-        steps, so that a store larger than the budget is copied, only slower. Called again,
-        later tables of memories go on into the index as it stands."""
-        stage = self._stage
-        if stage is None or self._begun:
-            raise RuntimeError("copy_rows outside a bulk_load, or inside a transaction")
-        if name != "Memory":
-            self._copy(name, table, may_roll_back=False, solo=True)
-            return
-        rows = [table]
-        del table  # taken by the write
-        self._copy_memories(rows, stage)
-        if stage.steps:
-            self._build_and_step(stage)
 
     def _may_drop_index(self, rows: int, fits: bool) -> bool:
         """Whether a load of ``rows`` may drop the text index (see bulk_load): not when the

@@ -54,6 +54,29 @@ class IndexPastPool(StorageError):
 class KuzuIndexSteps(KuzuBase):
     """The stepped index build of ``KuzuBulk``'s committed bulk loads."""
 
+    _stage: _Stage | None = None  # the committed bulk load in progress (see KuzuBulk.bulk_load)
+
+    def copy_rows(self, name: str, table: Any) -> None:
+        """``COPY`` an Arrow table whose columns are the node or rel table ``name``'s, in
+        order, inside a ``bulk_load`` of a store with no rows in its way (a salvage into a new
+        file, ``repair.salvage``), each committed on its own. Memories go as an import's do
+        (``_copy_memories``): when their words pass what the buffer pool can index in one
+        build, the index is built over those that fit and the rest ``COPY``ed into it in
+        steps, so that a store larger than the budget is copied, only slower. Called again,
+        later tables of memories go on into the index as it stands."""
+        stage = self._stage
+        if stage is None or self._begun:
+            raise RuntimeError("copy_rows outside a bulk_load, or inside a transaction")
+        if name != "Memory":
+            self._copy(name, table, may_roll_back=False, solo=True)
+            return
+        # named as the table's columns (a query's "m.text" as "text")
+        rows = [table.rename_columns([c.rsplit(".", 1)[-1] for c in table.column_names])]
+        del table  # taken by the write
+        self._copy_memories(rows, stage)
+        if stage.steps:
+            self._build_and_step(stage)
+
     def _table_words(self, total: int) -> int:
         """The words of the Memory table's texts (what a build of its index indexes)."""
         if not total:
