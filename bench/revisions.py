@@ -2,9 +2,10 @@
 
 Kùzu 0.11.3 makes each checkpoint after a revised text (a string column) need more of the
 buffer pool and more time, in proportion to the revisions so far, and it stays so after a
-reopen (docs/kuzu.md, "a checkpoint that runs out of buffer pool"). A checkpoint that runs out
-of the pool stops the store in that process (``engine.stop_after_failed_checkpoint``). This
-measures how the cost of a revision grows, and where a budget stops the store.
+reopen (docs/kuzu.md, "a checkpoint that runs out of buffer pool"), until the store is copied
+into a fresh file. A checkpoint that runs out of the pool stops the store in that process
+(``engine.stop_after_failed_checkpoint``), and the next open makes that copy. This measures
+how the cost of a revision grows, and where a budget stops the store.
 
 It makes a store of ``--memories`` memories in ``FOLDER`` (synthetic sentences, a few common
 words each, like the tests'), or copies ``--store`` there. Then a child process under

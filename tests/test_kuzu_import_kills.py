@@ -237,7 +237,7 @@ def test_a_read_only_open_refuses_a_store_holding_an_interrupted_import(tmp_path
 def test_a_salvage_leaves_an_interrupted_import_out(tmp_path: Path) -> None:
     # `ebb repair` (and the rebuild on open) copies rows the raw engine reads into a new store:
     # the rows of an interrupted import, past its marker's offset, are not among them.
-    from ebb_core.repair import salvage
+    from ebb_core.salvage import salvage
 
     db = tmp_path / "store.kuzu"
     assert _run(CHILD, db, tmp_path, "after-links", "into-stored", KEPT, NEW).returncode == 0

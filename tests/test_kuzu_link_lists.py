@@ -25,7 +25,8 @@ from ebb_core import Brain, FixedClock
 from ebb_core.kuzu.queries import SEP
 from ebb_core.kuzu.schema import SCHEMA_VERSION
 from ebb_core.kuzu_store import KuzuStore
-from ebb_core.repair import diagnose, salvage
+from ebb_core.repair import diagnose
+from ebb_core.salvage import salvage
 
 
 @contextmanager

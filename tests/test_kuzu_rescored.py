@@ -213,7 +213,7 @@ def test_the_watermark_survives_a_reopen(tmp_path: Path) -> None:
 
 def test_a_salvaged_store_does_not_carry_it(tmp_path: Path) -> None:
     # What a salvage copies may lack rows the source's scores counted: its next pass is full.
-    from ebb_core.repair import salvage
+    from ebb_core.salvage import salvage
 
     clock = FixedClock(T0)
     brain = _imported(tmp_path, clock)

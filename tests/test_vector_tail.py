@@ -244,7 +244,7 @@ def test_an_import_builds_the_index_once_and_round_trips_vectors(
 
 
 def test_salvage_keeps_every_vector_indexed_or_not(tmp_path: Path, clock: FixedClock) -> None:
-    from ebb_core.repair import salvage
+    from ebb_core.salvage import salvage
 
     path = tmp_path / "s.kuzu"
     brain = _brain(path, clock)

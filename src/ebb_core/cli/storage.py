@@ -75,7 +75,7 @@ def repair(c: Ctx, into: str | None, as_json: bool) -> None:
         out.print(f"ebb repair · {report.path}")
         _print_report(report)
         if report.damaged_copy:
-            out.print(f"the damaged original is kept at {report.damaged_copy}")
+            out.print(f"the original file is kept at {report.damaged_copy}")
         if report.salvaged_to and report.salvaged_to != report.path:
             out.print(f"the salvaged store is at {report.salvaged_to} (use it with --db)")
         out.print("repaired" if report.ok else "some problems remain (see above)")

@@ -9,6 +9,8 @@ import os
 import re
 import time
 import weakref
+from contextlib import suppress
+from pathlib import Path
 from typing import Any
 
 from ..errors import (
@@ -277,6 +279,21 @@ def pool_given(budget: int) -> str:
     return f"EBB_MEMORY_BUDGET={budget >> 20}M gives it {_buffer_pool(budget) >> 20:,} MB"
 
 
+# Beside a store whose last writer stopped after a failed checkpoint (see
+# stop_after_failed_checkpoint): its next writing open copies it into a fresh file.
+CHECKPOINT_FAILED = ".checkpoint-failed"
+
+
+class CopyInstead(StorageError):
+    """An open that must copy the store into a new file (``salvage.rebuild_in_place``) to go
+    on, raised before anything is changed; ``why`` is what the warning then says of the copy
+    (``store._connect``)."""
+
+    def __init__(self, message: str, *, path: str, why: str) -> None:
+        super().__init__(message, path=path)
+        self.why = why
+
+
 class Stopped:
     """What stands for a Kùzu connection and database that this process must not use again
     (see :func:`stop_after_failed_checkpoint`): every call raises ``error``, closing does
@@ -305,18 +322,21 @@ def stop_after_failed_checkpoint(conn: Any, db: Any, path: str, budget: int) -> 
     references are leaked, so that not even the interpreter's exit runs their close), and
     the :class:`Stopped` returned stands for both."""
     import ctypes
+    import json
 
     for thing in (conn, db):
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(thing))
     _ABANDONED.append((conn, db))
+    with suppress(OSError):  # the next open copies the store (store._copy_if_stopped)
+        Path(path + CHECKPOINT_FAILED).write_text(json.dumps({"budget": budget}) + "\n")
     return Stopped(
         StorageError(
             f"Kùzu could not checkpoint the store {path} (folding its write-ahead log into the "
             f"file ran out of the buffer pool: {pool_given(budget)}), after which it cannot "
             "go on safely in this process: Ebb stopped using the store here. Nothing "
             "committed is lost: it is in the write-ahead log. Open the store again in a new "
-            "process, with a larger EBB_MEMORY_BUDGET (e.g. twice this one), which folds the "
-            "log into the file",
+            "process: that copies it into a fresh file, which resets what revised texts cost "
+            "each checkpoint (or give it a larger EBB_MEMORY_BUDGET)",
             path=path,
         )
     )

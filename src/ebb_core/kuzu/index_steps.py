@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import StorageError
 from .base import KuzuBase
-from .engine import _buffer_pool, pool_given
+from .engine import CopyInstead, _buffer_pool, pool_given
 from .parquet_ahead import ParquetAhead
 from .queries import _release_arrow_memory
 
@@ -40,14 +40,14 @@ class _Stage:
         self.steps: list[Any] = []  # memories to COPY once it is built (_build_and_step)
 
 
-class IndexPastPool(StorageError):
+class IndexPastPool(CopyInstead):
     """An open must build the text index again (after a crash, or a build that did not
     finish) and the budget's pool cannot build it at once: the open copies the store into a
-    new file that builds it in steps instead (``store._connect``, ``repair.rebuild_in_place``);
+    new file that builds it in steps instead (``store._connect``, ``salvage.rebuild_in_place``);
     ``words`` what the build would index."""
 
-    def __init__(self, message: str, *, path: str, words: int) -> None:
-        super().__init__(message, path=path)
+    def __init__(self, message: str, *, path: str, why: str, words: int) -> None:
+        super().__init__(message, path=path, why=why)
         self.words = words
 
 
@@ -59,7 +59,7 @@ class KuzuIndexSteps(KuzuBase):
     def copy_rows(self, name: str, table: Any) -> None:
         """``COPY`` an Arrow table whose columns are the node or rel table ``name``'s, in
         order, inside a ``bulk_load`` of a store with no rows in its way (a salvage into a new
-        file, ``repair.salvage``), each committed on its own. Memories go as an import's do
+        file, ``salvage.salvage``), each committed on its own. Memories go as an import's do
         (``_copy_memories``): when their words pass what the buffer pool can index in one
         build, the index is built over those that fit and the rest ``COPY``ed into it in
         steps, so that a store larger than the budget is copied, only slower. Called again,

@@ -124,6 +124,9 @@ class KuzuSchema(KuzuBase):
                     "that builds the index in steps; or open it once with a larger "
                     "EBB_MEMORY_BUDGET. Nothing is lost",
                     path=self._path,
+                    why="that built its text index in steps: the index had to be built again "
+                    f"(after a crash, or a build that did not finish) and "
+                    f"{pool_given(self._budget)}, too little to build it at once",
                     words=words,
                 )
             self._build_text_index()

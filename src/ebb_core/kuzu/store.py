@@ -6,6 +6,7 @@ It opens the store and holds its state; what it does is the mixins' of this pack
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import warnings
@@ -28,6 +29,8 @@ from .bulk import KuzuBulk
 from .engine import (
     _ABANDONED,
     _OPEN,
+    CHECKPOINT_FAILED,
+    CopyInstead,
     _buffer_pool,
     _held_elsewhere,
     _open_database,
@@ -36,11 +39,11 @@ from .engine import (
     pool_given,
     storage_error,
 )
-from .index_steps import IndexPastPool
 from .links import KuzuLinks
 from .maintain import KuzuMaintain, moves_per_transaction
 from .meta import KuzuMeta
 from .mirror import Mirror
+from .queries import INDEX_STATE
 from .reads import KuzuReads
 from .rescored import UNKNOWN, KuzuRescored
 from .schema import KuzuSchema
@@ -95,7 +98,7 @@ class KuzuStore(
         :data:`DEFAULT_MEMORY_BUDGET`) bounds what the store keeps in memory: Kùzu's buffer
         pool and the in-process copies (see :func:`memory_budget`).
         If a kill left the index in the one state Kùzu cannot clean up (``rebuild``, the
-        default), the store is rebuilt from its rows (:func:`repair.rebuild_in_place`), the
+        default), the store is rebuilt from its rows (:func:`salvage.rebuild_in_place`), the
         old file kept beside it, and a :class:`StoreRebuilt` warning says where.
         ``mirror=False`` (default: ``EBB_KUZU_MIRROR``, on) keeps no in-process copy of the
         tables between writes (see :mod:`ebb_core.kuzu.mirror`): slower, for tests.
@@ -134,7 +137,7 @@ class KuzuStore(
                 return False
         except OSError:
             return False
-        for leftover in (".wal", ".shadow"):
+        for leftover in (".wal", ".shadow", CHECKPOINT_FAILED):
             try:
                 if os.stat(self._path + leftover).st_size > 0:
                     return False
@@ -295,6 +298,7 @@ class KuzuStore(
                     self._upgrade_vector_tails()  # an older store's tails (kuzu.vector_rows)
                 # Before anything reads: an import killed after its first COPY is removed.
                 self._finish_interrupted_import()
+                self._copy_if_stopped(recovering)
                 self._ensure_text_index(force=recovering)
         except StorageError as exc:
             self._abandon()
@@ -308,24 +312,24 @@ class KuzuStore(
             # cannot build at once (IndexPastPool): every row is copied into a new file,
             # which builds the index in steps if it must and takes the store's place; the old
             # one is kept.
-            from ..repair import rebuild_in_place
+            from ..salvage import rebuild_in_place
 
-            past_pool = isinstance(exc, IndexPastPool)
+            copy = isinstance(exc, CopyInstead)
             try:
                 aside = rebuild_in_place(
                     self._path,
                     memory_budget=self._budget,
-                    kept_as="before-rebuild" if past_pool else "damaged",
+                    kept_as="before-rebuild" if copy else "damaged",
                 )
             except RuntimeError as again:  # the rows cannot be read either
                 raise storage_error(again, self._path, "open") from None
-            if past_pool:
+            if copy:
+                assert isinstance(exc, CopyInstead)
+                Path(self._path + CHECKPOINT_FAILED).unlink(missing_ok=True)  # done
                 said = (
-                    f"the store {self._path} was copied into a new file that built its text "
-                    "index in steps: the index had to be built again (after a crash, or a "
-                    f"build that did not finish) and {pool_given(self._budget)}, too little "
-                    "to build it at once. Nothing was lost; the file as it was (every row of "
-                    f"which is in the new one: delete it once the store works) is kept at {aside}"
+                    f"the store {self._path} was copied into a new file {exc.why}. Nothing "
+                    "was lost; the file as it was (every row of which is in the new one: "
+                    f"delete it once the store works) is kept at {aside}"
                 )
             else:
                 said = (
@@ -346,6 +350,32 @@ class KuzuStore(
             if isinstance(exc, RuntimeError):
                 raise storage_error(exc, self._path, "open") from None
             raise
+
+    def _copy_if_stopped(self, recovering: bool) -> None:
+        """The last writer stopped after a checkpoint ran out of the buffer pool (a marker
+        beside the store: engine.stop_after_failed_checkpoint): the open copies the store into
+        a fresh file (CopyInstead), since Kùzu 0.11.3 makes each checkpoint after revised
+        texts need more of the pool, in proportion to all of them, until the table is copied
+        (a 10k-memory store under 64M stopped after 1,080 revisions, again after 40 more once
+        reopened, and after 1,060 once copied)."""
+        marker = Path(self._path + CHECKPOINT_FAILED)
+        try:
+            budget = int(json.loads(marker.read_text())["budget"])
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError, KeyError, TypeError):
+            budget = self._budget  # unreadable: the copy is what matters
+        if recovering:  # the file kept aside says its index misses the replayed rows
+            self.set_meta(INDEX_STATE, "building")
+        raise CopyInstead(
+            f"cannot open the store {self._path} as it is: the process that last wrote it "
+            "stopped after a checkpoint ran out of the buffer pool, and opening it with its "
+            "rebuild on (the default) copies it into a fresh file first. Nothing is lost",
+            path=self._path,
+            why="after a checkpoint ran out of the buffer pool in the process that last wrote "
+            f"it ({pool_given(budget)}): a fresh file resets what revised texts cost "
+            "each checkpoint",
+        )
 
     def _abandon(self) -> None:
         """Release the engine after a failed open (never raises: the cause is what matters)."""
