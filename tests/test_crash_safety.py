@@ -191,13 +191,13 @@ def test_doctor_and_repair_commands_on_broken_stores(tmp_path: Path) -> None:
     assert r.exit_code == 0 and "original(s) kept beside it" in r.stdout
 
 
-def test_doctor_after_a_crash_leaves_the_log_for_the_open_that_rebuilds_the_index(
+def test_doctor_and_salvage_after_a_crash_leave_the_log_for_the_open_that_rebuilds_the_index(
     tmp_path: Path,
 ) -> None:
     # Kùzu's replay of a WAL leaves the text index without the replayed texts, so Ebb's open
-    # rebuilds the index when it finds a WAL. `ebb doctor` reads the store with the WAL
-    # replayed in memory only: had it written the replay into the file, the next open would
-    # find no WAL and keep an index that misses the revised text.
+    # rebuilds the index when it finds a WAL. `ebb doctor` and a salvage (`ebb repair --into`)
+    # read the store with the WAL replayed in memory only: had they written the replay into
+    # the file, the next open would find no WAL and keep an index that misses the revised text.
     db = tmp_path / "crashed.kuzu"
     _store_with(db)
     script = (
@@ -214,8 +214,12 @@ def test_doctor_after_a_crash_leaves_the_log_for_the_open_that_rebuilds_the_inde
     report = diagnose(db)
     assert report.ok and "rebuilds the text index" in report.checks[0].detail, report.as_dict()
     assert wal.stat().st_size == size  # nothing written into the file
-    with Brain.open(db, namespace="t") as b:
-        assert [h.id for h in b.recall("cormorant breakwater", k=1)] == ["note:3"]
+    copy = tmp_path / "copy.kuzu"
+    assert repair(db, into=copy).ok
+    assert wal.stat().st_size == size  # the original left as it was
+    for path in (copy, db):
+        with Brain.open(path, namespace="t") as b:
+            assert [h.id for h in b.recall("cormorant breakwater", k=1)] == ["note:3"], path
 
 
 def test_read_commands_never_create_a_store(tmp_path: Path) -> None:

@@ -85,8 +85,9 @@ def salvage(
     if dest.exists():
         raise StorageError(f"{dest} already exists: choose another path to salvage into")
     budget = memory_budget_from_env() if memory_budget is None else memory_budget
-    # rows only (the index is built anew), read through the budget's pool
-    db, conn = _open_raw(str(src), fts=False, pool=_buffer_pool(budget))
+    # Rows only (the index is built anew), through the budget's pool, read-only: a WAL is
+    # replayed in memory, and the source is left as it was (its WAL for its own next open).
+    db, conn = _open_raw(str(src), fts=False, pool=_buffer_pool(budget), read_only=True)
     tables: dict[str, Any] = {}
     try:
         start = _interrupted_import(conn)
