@@ -198,21 +198,31 @@ def _read_vectors(conn: Any, report: Report) -> dict[str, tuple[list[str], Any]]
 
 
 def rebuild_in_place(
-    path: str | Path, *, memory_budget: int | None = None, kept_as: str = "damaged"
+    path: str | Path,
+    *,
+    memory_budget: int | None = None,
+    kept_as: str = "damaged",
+    report: Report | None = None,
 ) -> Path:
     """Salvage the store at ``path`` into a new file that takes its place; return where the old
     file was kept (``<path>.<kept_as>-<time>``). Used on open when a kill left the index
     unrecoverable, or when the index must be built again and ``memory_budget``'s pool cannot
-    build it at once (the copy builds it in steps: ``KuzuBulk.copy_rows``)."""
+    build it at once (the copy builds it in steps: ``KuzuBulk.copy_rows``), or after a
+    checkpoint ran out of the pool. ``report`` gets what the salvage did (``salvaged_whole``)."""
     p = Path(path)
     target = _beside(p, "rebuilding")
     try:
-        salvage(p, target, memory_budget=memory_budget)
+        salvage(p, target, report, memory_budget=memory_budget)
     except BaseException:
         for suffix in ("", ".wal", ".shadow"):  # our own unfinished copy, not the store
             Path(f"{target}{suffix}").unlink(missing_ok=True)
         raise
     return _swap_in(p, target, kept_as)
+
+
+def salvaged_whole(report: Report) -> bool:
+    """Whether a salvage read every table it copies (none was left out as unreadable)."""
+    return not any(a.startswith("could not read") for a in report.actions)
 
 
 def _swap_in(p: Path, new: Path, kept_as: str = "damaged") -> Path:

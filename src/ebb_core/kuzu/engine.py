@@ -320,7 +320,9 @@ def stop_after_failed_checkpoint(conn: Any, db: Any, path: str, budget: int) -> 
     (the same store opened from them in a new process read every text, the revisions too).
     So ``conn`` and ``db`` are never used, closed or released again in this process (their
     references are leaked, so that not even the interpreter's exit runs their close), and
-    the :class:`Stopped` returned stands for both."""
+    the :class:`Stopped` returned stands for both. A marker beside the store
+    (``CHECKPOINT_FAILED``) has the store's next call or open copy it into a fresh file
+    (``KuzuStore._reopen_after_stop``, ``_copy_if_stopped``)."""
     import ctypes
     import json
 
@@ -333,10 +335,11 @@ def stop_after_failed_checkpoint(conn: Any, db: Any, path: str, budget: int) -> 
         StorageError(
             f"Kùzu could not checkpoint the store {path} (folding its write-ahead log into the "
             f"file ran out of the buffer pool: {pool_given(budget)}), after which it cannot "
-            "go on safely in this process: Ebb stopped using the store here. Nothing "
-            "committed is lost: it is in the write-ahead log. Open the store again in a new "
-            "process: that copies it into a fresh file, which resets what revised texts cost "
-            "each checkpoint (or give it a larger EBB_MEMORY_BUDGET)",
+            "go on safely with that engine: Ebb stopped using it. Nothing committed is "
+            "lost: it is in the write-ahead log. The store's next call (outside a unit of "
+            "work), or its next open, copies it into a fresh file, which resets what revised "
+            "texts cost each checkpoint, and goes on there (a larger EBB_MEMORY_BUDGET makes "
+            "that rarer)",
             path=path,
         )
     )

@@ -26,6 +26,7 @@ from .engine import (
     _PREPARED_MAX,
     _ROOM,
     _UPDATES_WAL,
+    Stopped,
     _all,
     _buffer_pool,
     _reads_only,
@@ -188,6 +189,8 @@ class KuzuSession(KuzuFiles):
 
     def _q(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
         with self._lock:  # one Kùzu connection, shared by the threads async adapters use
+            if not self._depth and isinstance(self._conn, Stopped):
+                self._reopen_after_stop()
             return self._q_locked(query, params)
 
     def _q_locked(
@@ -390,6 +393,8 @@ class KuzuSession(KuzuFiles):
                 finally:
                     self._depth -= 1
                 return
+            if isinstance(self._conn, Stopped):
+                self._reopen_after_stop()
             # BEGIN waits for the first statement (see _run): Kùzu's BEGIN and COMMIT cost
             # ~1.4 ms together, a large share of a remember.
             self._depth, self._begun, self._sealed = 1, False, False

@@ -74,6 +74,9 @@ class KuzuStore(
     """
 
     backend = "kuzu"
+    # The file the last copy into a fresh one kept aside, and whether that copy read every
+    # table (see _reopen_after_stop)
+    _kept_copy: tuple[Path, bool] | None = None
 
     def __init__(
         self,
@@ -308,35 +311,7 @@ class KuzuStore(
             missing_extension = "extension" in str(exc).lower() and "catalog" not in str(exc)
             if not rebuild or isinstance(exc, StoreFull) or read_only or missing_extension:
                 raise
-            # What cleaning up cannot mend (see _drop_text_index), or an index this budget
-            # cannot build at once (IndexPastPool): every row is copied into a new file,
-            # which builds the index in steps if it must and takes the store's place; the old
-            # one is kept.
-            from ..salvage import rebuild_in_place
-
-            copy = isinstance(exc, CopyInstead)
-            try:
-                aside = rebuild_in_place(
-                    self._path,
-                    memory_budget=self._budget,
-                    kept_as="before-rebuild" if copy else "damaged",
-                )
-            except RuntimeError as again:  # the rows cannot be read either
-                raise storage_error(again, self._path, "open") from None
-            if copy:
-                assert isinstance(exc, CopyInstead)
-                Path(self._path + CHECKPOINT_FAILED).unlink(missing_ok=True)  # done
-                said = (
-                    f"the store {self._path} was copied into a new file {exc.why}. Nothing "
-                    "was lost; the file as it was (every row of which is in the new one: "
-                    f"delete it once the store works) is kept at {aside}"
-                )
-            else:
-                said = (
-                    f"the store {self._path} was rebuilt from its rows after a crash left its "
-                    f"text index unrecoverable; the damaged file is kept at {aside}"
-                )
-            warnings.warn(said, StoreRebuilt, stacklevel=3)  # 3: the caller of __init__
+            kept = self._rebuild_from_rows(exc)
             self.__init__(  # type: ignore[misc]
                 path,
                 read_only=read_only,
@@ -345,11 +320,77 @@ class KuzuStore(
                 memory_budget=self._budget,
                 mirror=self._mirror.enabled,
             )
+            if isinstance(exc, CopyInstead):  # see _reopen_after_stop
+                self._kept_copy = kept
         except BaseException as exc:
             self._abandon()
             if isinstance(exc, RuntimeError):
                 raise storage_error(exc, self._path, "open") from None
             raise
+
+    def _rebuild_from_rows(self, exc: StorageError) -> tuple[Path, bool]:
+        """``_connect``'s rebuild of a store it could not open as it is (``exc``): copied into
+        a new file, which takes its place, and a ``StoreRebuilt`` warning; returns where the
+        old file was kept, and whether the copy read every table."""
+        # What cleaning up cannot mend (see _drop_text_index), or an index this budget
+        # cannot build at once (IndexPastPool): every row is copied into a new file,
+        # which builds the index in steps if it must and takes the store's place; the old
+        # one is kept.
+        from ..repair import Report
+        from ..salvage import rebuild_in_place, salvaged_whole
+
+        copy = isinstance(exc, CopyInstead)
+        report = Report(self._path)
+        try:
+            aside = rebuild_in_place(
+                self._path,
+                memory_budget=self._budget,
+                kept_as="before-rebuild" if copy else "damaged",
+                report=report,
+            )
+        except RuntimeError as again:  # the rows cannot be read either
+            raise storage_error(again, self._path, "open") from None
+        if copy:
+            assert isinstance(exc, CopyInstead)
+            Path(self._path + CHECKPOINT_FAILED).unlink(missing_ok=True)  # done
+            said = (
+                f"the store {self._path} was copied into a new file {exc.why}. Nothing "
+                "was lost; the file as it was (every row of which is in the new one: "
+                "delete it once the store works; a later copy in this process replaces "
+                f"it) is kept at {aside}"
+            )
+        else:
+            said = (
+                f"the store {self._path} was rebuilt from its rows after a crash left its "
+                f"text index unrecoverable; the damaged file is kept at {aside}"
+            )
+        warnings.warn(said, StoreRebuilt, stacklevel=4)  # 4: the caller of __init__
+        return aside, salvaged_whole(report)
+
+    def _reopen_after_stop(self) -> None:
+        """Called with the lock held, outside any unit of work, once a checkpoint that ran out
+        of the buffer pool has stopped the engine (``engine.Stopped``): the store is opened
+        again in this process, which copies it into a fresh file (``_copy_if_stopped``), and
+        the call goes on there. The stopped engine is never touched again (its references
+        are leaked); a second engine on the same file is Kùzu's to allow in one process (a
+        file lock is the process's), and reads the file and its WAL as a new process would.
+        The lock object is kept, so that threads waiting on it go on in turn."""
+        lock, before = self._lock, self._kept_copy
+        try:
+            self.__init__(  # type: ignore[misc]
+                self._path,
+                snapshot=self._snapshot,
+                memory_budget=self._budget,
+                mirror=self._mirror.enabled,
+            )
+        finally:
+            self._lock = lock
+        # One kept copy, not one a round: the file an earlier copy kept holds nothing that
+        # the file copied now did not (when that copy read every table), nor does this one.
+        now = self._kept_copy
+        if before is not None and now is not None and now is not before and now[1]:
+            for suffix in ("", ".wal", ".shadow"):
+                Path(f"{before[0]}{suffix}").unlink(missing_ok=True)
 
     def _copy_if_stopped(self, recovering: bool) -> None:
         """The last writer stopped after a checkpoint ran out of the buffer pool (a marker
