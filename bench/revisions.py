@@ -4,14 +4,15 @@ Kùzu 0.11.3 makes each checkpoint after a revised text (a string column) need m
 buffer pool and more time, in proportion to the revisions so far, and it stays so after a
 reopen (docs/kuzu.md, "a checkpoint that runs out of buffer pool"), until the store is copied
 into a fresh file. A checkpoint that runs out of the pool stops the store in that process
-(``engine.stop_after_failed_checkpoint``), and the next open makes that copy. This measures
-how the cost of a revision grows, and where a budget stops the store.
+(``engine.stop_after_failed_checkpoint``), and its next call makes that copy and goes on
+there. This measures how the cost of a revision grows, and how often a budget makes a copy.
 
 It makes a store of ``--memories`` memories in ``FOLDER`` (synthetic sentences, a few common
 words each, like the tests'), or copies ``--store`` there. Then a child process under
 ``EBB_MEMORY_BUDGET=--budget`` revises ``--revisions`` of them (``remember`` with an existing
 id, spread over the store) in batches of ``--batch``. It prints one row per batch: the
-revisions so far and the batch's ms per revision. It stops at the first error and says which.
+revisions so far, the batch's ms per revision and the copies into a fresh file it made. It
+stops at the first error and says which.
 ``--json`` prints the rows as JSON too.
 
     python bench/revisions.py FOLDER [--memories 100000] [--revisions 20000] [--batch 5000]
@@ -49,25 +50,34 @@ def _make(store: Path, memories: int) -> None:
 
 
 def _revise(store: Path, memories: int, revisions: int, batch: int) -> None:
-    """The child: one JSON line per batch, then one for the end (``stopped``: the error)."""
+    """The child: one JSON line per batch (with the copies into a fresh file it made, see
+    ``KuzuStore._reopen_after_stop``), then one for the end (``stopped``: the error)."""
+    import warnings
+
     from ebb_core import Brain, EbbError
+    from ebb_core.kuzu_store import StoreRebuilt
 
     step = max(1, memories // max(1, revisions))
-    with Brain.open(store, namespace="t") as brain:
-        done, start = 0, time.perf_counter()
-        try:
-            while done < revisions:
-                i = (done * step) % memories
-                brain.remember(f"a revised note of a grebe on the mere, number {done}", id=f"n{i}")
-                done += 1
-                if done % batch == 0:
-                    ms = (time.perf_counter() - start) * 1000 / batch
-                    print(json.dumps({"revisions": done, "ms_per_revision": round(ms, 2)}))
-                    sys.stdout.flush()
-                    start = time.perf_counter()
-        except EbbError as exc:
-            print(json.dumps({"revisions": done, "stopped": str(exc)}))
-            return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", StoreRebuilt)
+        with Brain.open(store, namespace="t") as brain:
+            done, start = 0, time.perf_counter()
+            try:
+                while done < revisions:
+                    i = (done * step) % memories
+                    text = f"a revised note of a grebe on the mere, number {done}"
+                    brain.remember(text, id=f"n{i}")
+                    done += 1
+                    if done % batch == 0:
+                        ms = (time.perf_counter() - start) * 1000 / batch
+                        row = {"revisions": done, "ms_per_revision": round(ms, 2)}
+                        print(json.dumps({**row, "copies": len(caught)}))
+                        caught.clear()
+                        sys.stdout.flush()
+                        start = time.perf_counter()
+            except EbbError as exc:
+                print(json.dumps({"revisions": done, "stopped": str(exc)}))
+                return
     print(json.dumps({"revisions": done, "stopped": None}))
 
 
@@ -100,10 +110,10 @@ def main() -> None:
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     rows: list[dict[str, Any]] = [json.loads(x) for x in out.stdout.splitlines() if x.strip()]
     print(f"{args.memories:,} memories, EBB_MEMORY_BUDGET={args.budget}")
-    print(f"{'revisions':>10}  {'ms / revision':>13}")
+    print(f"{'revisions':>10}  {'ms / revision':>13}  {'copies':>6}")
     for row in rows:
         if "ms_per_revision" in row:
-            print(f"{row['revisions']:>10,}  {row['ms_per_revision']:>13.2f}")
+            print(f"{row['revisions']:>10,}  {row['ms_per_revision']:>13.2f}  {row['copies']:>6}")
     end = rows[-1] if rows else {"revisions": 0, "stopped": out.stderr[-500:] or "no output"}
     print(
         f"after {end['revisions']:,} revisions: "
