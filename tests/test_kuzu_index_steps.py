@@ -7,8 +7,9 @@ it in steps (``KuzuIndexSteps._copy_memories``). These tests import 100k memorie
 under a 128M budget (a 77 MiB pool, which builds ~0.6M words) and check that nothing differs from an
 import built at once. Rebuilding the whole index, which Kùzu builds only over the whole table,
 needs a larger budget: such a rebuild is refused before anything is dropped, with the budget
-that can, and an import that would drop the index keeps it instead. An open that must build it
-again (after a crash) copies the store into a new file through the stepped import instead.
+that can, and an import that would drop the index keeps it instead, creating its memories in it
+in parts. An open that must build it again (after a crash) copies the store into a new file
+through the stepped import instead.
 """
 
 from __future__ import annotations
@@ -175,33 +176,63 @@ def _more(path: Path, n: int) -> Path:
     return path
 
 
+_KILLED_AT_FIRST_PART = """
+import os, sys
+from ebb_core import Brain
+from ebb_core.kuzu_store import KuzuStore
+
+run = KuzuStore._exec
+
+def _exec(self, query):
+    run(self, query)
+    if query == "COMMIT":  # the first part of the import's memories is committed: killed
+        os._exit(0)
+
+KuzuStore._exec = _exec
+with Brain.open(sys.argv[1], namespace="w") as brain:
+    brain.import_(sys.argv[2], namespace="w")
+"""
+
+
 def test_an_import_into_a_store_past_the_pool_keeps_its_index(
     stores: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     # A large import drops the index and builds it again after; the stored memories' words
     # alone pass what this pool can build, so the import keeps the index and creates its
-    # memories in it when its transaction fits, and is refused (nothing written) otherwise.
+    # memories in it: in the caller's transaction when that fits in half the pool, else in
+    # parts that each commit on their own, behind the import's marker (all or nothing).
+    import subprocess
+    import sys
+    import warnings
+
+    from ebb_core.kuzu_store import StoreRebuilt
+
     db = _small_copy(stores, tmp_path, monkeypatch)
+    big = _more(tmp_path / "big.jsonl", 20_000)
     with Brain.open(db, namespace="u") as brain:
-        with pytest.raises(StorageError, match="in parts of at most 10,066 memories") as refused:
-            brain.import_(_more(tmp_path / "big.jsonl", 20_000))
-        assert "import 20,000 memories at once" in str(refused.value)
-        assert brain.stats().nodes == 0
+        assert brain.import_(big)["nodes"] == 20_000  # in two parts
         assert _kuzu(brain).text_index_state() == "ready"
-        assert brain.import_(_more(tmp_path / "part.jsonl", 5_000))["nodes"] == 5_000
+        assert brain.stats().nodes == 20_000
+        for i in (0, 10_065, 10_066, 19_999):  # the first part, the second
+            assert brain.recall(_tag(N + i), k=1)[0].id == f"u{i}"
+        assert brain.import_(_more(tmp_path / "part.jsonl", 5_000), namespace="v")["nodes"]
+    with Brain.open(db, namespace="v") as brain:  # a small one, in the caller's transaction
         assert brain.recall(_tag(N + 4_999), k=1)[0].id == "u4999"
     with Brain.open(db, namespace="t") as brain:
         assert _kuzu(brain).text_index_state() == "ready"
         assert brain.recall(_tag(99_999), k=1)[0].id == "n99999"
         assert brain.stats().nodes == N
-    # The budget the refusal names takes the import at once (the index dropped and rebuilt).
-    monkeypatch.setenv("EBB_MEMORY_BUDGET", _named_budget(str(refused.value)))
-    with Brain.open(db, namespace="v") as brain:
-        assert brain.import_(_more(tmp_path / "big.jsonl", 20_000), namespace="v")["nodes"]
-        assert brain.recall(_tag(N + 19_999), k=1)[0].id == "u19999"
-    monkeypatch.setenv("EBB_MEMORY_BUDGET", "128M")
-    with Brain.open(db, namespace="v") as brain:
-        assert _kuzu(brain).text_index_state() == "ready"
+    # Killed once its first part is committed: the next open removes the whole import.
+    script = [sys.executable, "-c", _KILLED_AT_FIRST_PART, str(db), str(big)]
+    subprocess.run(script, check=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StoreRebuilt)  # its index is rebuilt after the crash
+        with Brain.open(db, namespace="w") as brain:
+            assert brain.stats().nodes == 0
+            assert not brain.recall(_tag(N + 5), k=1)
+            assert _kuzu(brain).text_index_state() == "ready"
+    with Brain.open(db, namespace="u") as brain:
+        assert brain.recall(_tag(N + 5), k=1)[0].id == "u5"
         assert brain.stats().nodes == 20_000
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import EbbError, StorageError
 from ..records import NODE_COLUMNS, repeated
 from .engine import _buffer_pool
-from .index_steps import _EARLY_SHARE, KuzuIndexSteps, _discard, _Stage
+from .index_steps import _EARLY_SHARE, _LOAD_BYTES_PER_MEMORY, KuzuIndexSteps, _discard, _Stage
 from .maintain import _doubled_links, _recent_link_lists
 from .mirror import Reloaded
 from .queries import INDEX_STATE, SEP, _release_arrow_memory
@@ -24,10 +24,6 @@ from .rescored import stored_signature
 from .tables import link_arrow_types, memory_arrow_types
 
 _ROW_VS_BUILD = 30  # a bulk load under 1/30 of the table keeps the text index (see bulk_load)
-# What a memory and its links (about five) hold of the buffer pool while a LOAD FROM … CREATE
-# waits for its commit: a 1M import (1M memories, 5M links) filled the default 1.5 GiB pool at
-# its memories alone (2026-12-02), a 100k one (500k links) fit.
-_LOAD_BYTES_PER_MEMORY = 4_000
 # Meta key of a committed bulk load in progress (see KuzuBulk.bulk_load): JSON with "start",
 # the Memory table's first offset it writes, and what it holds.
 IMPORT_PENDING = "import:pending"
@@ -84,7 +80,9 @@ class KuzuBulk(KuzuIndexSteps):
         its links with LOAD FROM in the caller's transaction; so does any load inside a unit of
         work (where the index cannot be dropped), with COPY past the pool (see
         ``bulk_rollback_safe``). The index state is "building" from before the drop until the
-        rebuild ends, so a store opened after a kill in between rebuilds it.
+        rebuild ends, so a store opened after a kill in between rebuilds it. A store whose index
+        this pool could not build again keeps it, and a load past the caller's transaction
+        creates its memories in committed parts behind the marker (``_create_parts``).
         """
         with self._lock:
             total = self._q("MATCH (m:Memory) RETURN count(*)")[0][0]
@@ -93,11 +91,14 @@ class KuzuBulk(KuzuIndexSteps):
             self.check_room(extra=rows * 4_000)
             fits = rows * _LOAD_BYTES_PER_MEMORY <= _buffer_pool(self._budget) // 2
             staged = rows > 0 and not self._depth and (rows * _ROW_VS_BUILD >= total or not fits)
-            if staged and total:
-                staged = self._may_drop_index(rows, fits)
+            # A store whose index this pool cannot build again keeps it (_create_parts)
+            keep = bool(staged and total and self._index_past_pool(_EARLY_SHARE) is not None)
+            staged = staged and not (keep and fits)  # ... in the caller's transaction if it fits
             self._bulk_fits = fits or staged  # read by the import (transfer._load), below
-            stage = self._stage = _Stage(self._table_words(total)) if staged else None
-            if staged:
+            stage = self._stage = (
+                _Stage(0 if keep else self._table_words(total), keep=keep) if staged else None
+            )
+            if staged and not keep:
                 self.set_meta(INDEX_STATE, "building")
                 self._drop_text_index()
                 self._index_dropped = True
@@ -119,28 +120,7 @@ class KuzuBulk(KuzuIndexSteps):
                 self._bulk_fits = True
                 if not self._closed:
                     built = stage is not None and stage.indexed
-                    self._after_bulk_load(staged, failed, built=built)
-
-    def _may_drop_index(self, rows: int, fits: bool) -> bool:
-        """Whether a load of ``rows`` may drop the text index (see bulk_load): not when the
-        words it holds already pass what the pool can build again beside the load
-        (``_EARLY_SHARE`` of it; a whole rebuild, ``rebuild_text_index``, may take the whole
-        pool). The load then keeps the index and creates its memories in it one by one, when
-        its transaction fits in the pool (``fits``), and is refused otherwise, nothing
-        written, with the error that names the budget (or the parts) it fits in."""
-        stored = self._index_past_pool(_EARLY_SHARE)
-        if stored is None:
-            return True
-        if fits:
-            return False
-        part = _buffer_pool(self._budget) // 2 // _LOAD_BYTES_PER_MEMORY
-        raise self._too_small_to_rebuild(
-            stored,
-            f"import {rows:,} memories at once",
-            also=f"; or import it in parts of at most {part:,} memories, which go into "
-            "the index as it stands",
-            share=_EARLY_SHARE,
-        )
+                    self._after_bulk_load(staged and not keep, failed, built=built)
 
     def _after_bulk_load(self, rebuild: bool, failed: bool, *, built: bool = False) -> None:
         """After a bulk load: the text index rebuilt if the load dropped it (``rebuild``) and

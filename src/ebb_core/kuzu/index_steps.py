@@ -6,9 +6,10 @@ is ``COPY``ed into it in steps (see ``KuzuIndexSteps._copy_memories``)."""
 from __future__ import annotations
 
 import math
+from contextlib import suppress
 from typing import Any
 
-from ..errors import StorageError
+from ..errors import EbbError, StorageError
 from .base import KuzuBase
 from .engine import CopyInstead, _buffer_pool, pool_given
 from .parquet_ahead import ParquetAhead
@@ -26,13 +27,18 @@ _INDEX_STEP_SHARE = 16  # ... and words: at most 1/16 of what the pool could bui
 # (a 614 MB pool) failed building its first 5.0M words, the whole pool's at 128 bytes a word;
 # with 3/4 of them it completed (79.6 s, 2026-12-04).
 _EARLY_SHARE = 0.75
+# What a memory and its links (about five) hold of the buffer pool while a LOAD FROM … CREATE
+# waits for its commit: a 1M import (1M memories, 5M links) filled the default 1.5 GiB pool at
+# its memories alone (2026-12-02), a 100k one (500k links) fit.
+_LOAD_BYTES_PER_MEMORY = 4_000
 
 
 class _Stage:
     """A committed bulk load (see ``KuzuBulk.bulk_load``): where its memories start (the Memory
     table's offset, once its marker is committed) and the uids it has written so far."""
 
-    def __init__(self, words: int = 0) -> None:
+    def __init__(self, words: int = 0, *, keep: bool = False) -> None:
+        self.keep = keep  # the index is kept: memories created into it in parts (_create_parts)
         self.start: int | None = None
         self.uids: list[Any] = []
         self.words = words  # what the text index's build would index: the table's words
@@ -116,6 +122,9 @@ class KuzuIndexSteps(KuzuBase):
         import pyarrow.compute as pc
 
         table = rows.pop()
+        if stage.keep:
+            self._create_parts(table)
+            return
         room = self._index_room()
         if stage.indexed:  # an earlier batch of this load built it
             self._copy_steps(self._steps(table, _word_counts(table), room, to_files=False))
@@ -135,6 +144,30 @@ class KuzuIndexSteps(KuzuBase):
             self._copy("Memory", table.slice(0, fit), may_roll_back=False, solo=True)
         stage.steps = self._steps(table.slice(fit), words.slice(fit), room, to_files=True)
         stage.indexed = True  # by _build_and_step, which the caller runs next
+
+    def _create_parts(self, table: Any) -> None:
+        """A committed bulk load's memories (an Arrow table) created into the text index as it
+        stands, when the index's words pass ``_EARLY_SHARE`` of what this pool can build again
+        (``_index_past_pool``; dropping it for a ``COPY`` would leave it unbuildable): one
+        ``CREATE`` each (~0.7 ms), in parts that each commit on their own, so that a part's
+        transaction holds at most half the pool (``_LOAD_BYTES_PER_MEMORY``), each
+        checkpointed after. The load's marker undoes them if it fails (see bulk_load). Before
+        the twenty-third session such a load was refused (20k memories into the 100k store
+        under ``128M``: "import it in parts of at most 10,066 memories")."""
+        props = ", ".join(f"{c}: ${c}" for c in table.column_names)
+        query = f"CREATE (n:Memory {{{props}}})"
+        part = max(1_000, _buffer_pool(self._budget) // 2 // _LOAD_BYTES_PER_MEMORY)
+        for lo in range(0, table.num_rows, part):
+            self._exec("BEGIN TRANSACTION")
+            try:
+                for row in table.slice(lo, part).to_pylist():
+                    self._q_locked(query, row, solo=True)  # inside the part's transaction
+                self._exec("COMMIT")
+            except BaseException:
+                with suppress(EbbError):
+                    self._exec("ROLLBACK")
+                raise
+            self._maybe_checkpoint(force=True)
 
     def _steps(self, table: Any, words: Any, room: int, *, to_files: bool) -> list[Any]:
         """``table`` (its rows' ``words``) cut in the steps of _copy_memories: Arrow slices, or
@@ -185,20 +218,18 @@ class KuzuIndexSteps(KuzuBase):
         words = self._table_words(total)
         return words if words > self._index_room() else None
 
-    def _too_small_to_rebuild(
-        self, words: int, doing: str, *, also: str = "", share: float = 1.0
-    ) -> StorageError:
+    def _too_small_to_rebuild(self, words: int, doing: str) -> StorageError:
         """The error for ``doing`` when it would rebuild a text index of ``words`` (which
         a build holds in the pool, see _INDEX_BYTES_PER_WORD) that this budget's pool cannot
-        hold in the ``share`` of it the build may take: it names the budget that can."""
+        hold: it names the budget that can."""
         need = words * _INDEX_BYTES_PER_WORD
-        budget = math.ceil(need / share * 5 / 3 / (1 << 29)) / 2  # in GiB, rounded up to 0.5
+        budget = math.ceil(need * 5 / 3 / (1 << 29)) / 2  # in GiB, rounded up to 0.5
         return StorageError(
             f"cannot {doing} in the store {self._path}: that rebuilds its text index, whose "
             f"{words:,} indexed words need ~{need >> 20:,} MB of the buffer pool to build, "
             f"and {pool_given(self._budget)}. Nothing was changed, and the store "
             f"works as it is. Run this once with EBB_MEMORY_BUDGET={budget:g}G (or more), "
-            f"after which the store works under the smaller budget again{also}",
+            "after which the store works under the smaller budget again",
             path=self._path,
         )
 
