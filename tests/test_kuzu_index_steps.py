@@ -128,27 +128,40 @@ def _named_budget(said: str) -> str:
     return named.group(1)
 
 
-def test_a_rebuild_the_budget_cannot_hold_keeps_the_index_and_names_the_budget_that_can(
+def test_a_rebuild_the_budget_cannot_hold_copies_the_store_and_repair_keeps_the_index(
     stores: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    # One build over the whole table does not fit this pool (why the import went in steps).
-    # Kùzu builds an index only over a whole table, so a rebuild (`ebb repair`) is refused
-    # before the index is dropped, and names the budget that builds it.
+    # One build over the whole table does not fit this pool (why the import went in steps),
+    # and Kùzu builds an index only over a whole table: so a rebuild copies the store into a
+    # fresh file whose index is built in steps, in this process, and the store goes on there;
+    # `ebb repair` keeps the index (it is whole) and checks it; inside a unit of work the
+    # rebuild is refused before the index is dropped, naming the budget that builds it.
+    import warnings
+
+    from ebb_core.kuzu_store import StoreRebuilt
     from ebb_core.repair import repair
 
     db = _small_copy(stores, tmp_path, monkeypatch)
     with Brain.open(db, namespace="t") as brain:
         store = _kuzu(brain)
-        with pytest.raises(StorageError, match="Nothing was changed") as refused:
+        with store.transaction(), pytest.raises(StorageError, match="Nothing was changed") as no:
             store.rebuild_text_index()
-        assert store.text_index_state() == "ready"
-        assert brain.recall(_tag(77_777), k=1)[0].id == "n77777"
         assert store.rebuild_text_index(or_keep=True) is False
-    said = str(refused.value)
-    assert "EBB_MEMORY_BUDGET=128M gives it 76 MB" in said, said
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", StoreRebuilt)
+            assert store.rebuild_text_index() is True
+        said = [str(w.message) for w in caught if issubclass(w.category, StoreRebuilt)]
+        assert len(said) == 1 and "as rebuild_text_index asked" in said[0], said
+        assert Path(said[0].rsplit(" ", 1)[-1]).exists()  # the file as it was, kept
+        assert store.text_index_state() == "ready"  # the same store object goes on
+        assert brain.recall(_tag(77_777), k=1)[0].id == "n77777"
+        brain.remember("a dipper under the weir after the rebuild", id="after")
+        assert brain.recall("dipper", k=1)[0].id == "after"
+    said_no = str(no.value)
+    assert "EBB_MEMORY_BUDGET=128M gives it 76 MB" in said_no, said_no
     report = repair(db)  # `ebb repair` under this budget keeps the index, and checks it
     assert report.ok and "kept its text index" in " ".join(report.actions), report.actions
-    monkeypatch.setenv("EBB_MEMORY_BUDGET", _named_budget(said))  # the budget named builds it
+    monkeypatch.setenv("EBB_MEMORY_BUDGET", _named_budget(said_no))  # builds it in place
     with Brain.open(db, namespace="t") as brain:
         assert _kuzu(brain).rebuild_text_index() is True
     monkeypatch.setenv("EBB_MEMORY_BUDGET", "128M")  # ... and the store works under 128M
@@ -156,14 +169,15 @@ def test_a_rebuild_the_budget_cannot_hold_keeps_the_index_and_names_the_budget_t
         store = _kuzu(brain)
         assert store.text_index_state() == "ready"
         assert brain.recall(_tag(12_345), k=1)[0].id == "n12345"
-        # The refusal is not over-cautious: a build at once fails in this pool.
+        assert brain.stats().nodes == N + 1
+        # The copy is not over-cautious: a build at once fails in this pool.
         store._drop_text_index()
         with pytest.raises(StorageError, match="Raise EBB_MEMORY_BUDGET"):
             store._create_text_index()
     monkeypatch.delenv("EBB_MEMORY_BUDGET")
     with Brain.open(db, namespace="t") as brain:  # rebuilt at open, nothing lost
         assert _kuzu(brain).text_index_state() == "ready"
-        assert brain.stats().nodes == N
+        assert brain.stats().nodes == N + 1
 
 
 def _more(path: Path, n: int) -> Path:

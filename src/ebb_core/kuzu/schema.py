@@ -89,19 +89,28 @@ class KuzuSchema(KuzuBase):
     # a kill at any point leaves "building" (or no index) and the next open builds again.
 
     def rebuild_text_index(self, *, or_keep: bool = False) -> bool:
-        """Drop and rebuild the full-text index from the table (``ebb repair``); True if
-        rebuilt.
+        """Drop and rebuild the full-text index from the table; True if rebuilt.
 
         A finished index is not dropped when this budget's buffer pool could not build it
-        again (``KuzuIndexSteps._index_past_pool``): that raises the
-        ``StorageError`` naming the budget that can, or with ``or_keep`` returns False, the
-        index kept as it is."""
+        again (``KuzuIndexSteps._index_past_pool``). The store is then copied into a fresh
+        file instead, whose index is built in steps (``KuzuStore._reopen_after_stop``: the
+        old file is kept as ``<store>.before-rebuild-<time>``, and a ``StoreRebuilt``
+        warning says so); with ``or_keep`` (``ebb repair``) the index is kept as it is and
+        False returned; inside a unit of work the ``StorageError`` naming the budget that
+        can build it in place is raised, nothing changed."""
         with self._lock:
             words = self._index_past_pool()
             if words is not None:
                 if or_keep:
                     return False
-                raise self._too_small_to_rebuild(words, "rebuild the text index")
+                if self._depth:
+                    raise self._too_small_to_rebuild(words, "rebuild the text index")
+                self._reopen_after_stop(
+                    "that built its text index in steps, as rebuild_text_index asked: "
+                    f"{pool_given(self._budget)}, too little to build it in place "
+                    f"({words:,} indexed words)"
+                )
+                return True
             self._build_text_index()
             return True
 

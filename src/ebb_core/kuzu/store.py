@@ -77,6 +77,7 @@ class KuzuStore(
     # The file the last copy into a fresh one kept aside, and whether that copy read every
     # table (see _reopen_after_stop)
     _kept_copy: tuple[Path, bool] | None = None
+    _copy_asked: str | None = None  # why the next open copies the store (_reopen_after_stop)
 
     def __init__(
         self,
@@ -367,15 +368,19 @@ class KuzuStore(
         warnings.warn(said, StoreRebuilt, stacklevel=4)  # 4: the caller of __init__
         return aside, salvaged_whole(report)
 
-    def _reopen_after_stop(self) -> None:
+    def _reopen_after_stop(self, copy_why: str | None = None) -> None:
         """Called with the lock held, outside any unit of work, once a checkpoint that ran out
-        of the buffer pool has stopped the engine (``engine.Stopped``): the store is opened
-        again in this process, which copies it into a fresh file (``_copy_if_stopped``), and
-        the call goes on there. The stopped engine is never touched again (its references
-        are leaked); a second engine on the same file is Kùzu's to allow in one process (a
-        file lock is the process's), and reads the file and its WAL as a new process would.
-        The lock object is kept, so that threads waiting on it go on in turn."""
+        of the buffer pool has stopped the engine (``engine.Stopped``), or with ``copy_why``
+        (``rebuild_text_index``): the store is opened again in this process, which copies it
+        into a fresh file (``_copy_if_stopped``), and the call goes on there. A stopped
+        engine is never touched again (its references are leaked); a second engine on the
+        same file is Kùzu's to allow in one process (a file lock is the process's), and reads
+        the file and its WAL as a new process would. The lock object is kept, so that
+        threads waiting on it go on in turn."""
         lock, before = self._lock, self._kept_copy
+        if copy_why is not None:
+            self._copy_asked = copy_why
+            self.close()  # a working engine: closed as a process would close it
         try:
             self.__init__(  # type: ignore[misc]
                 self._path,
@@ -384,7 +389,7 @@ class KuzuStore(
                 mirror=self._mirror.enabled,
             )
         finally:
-            self._lock = lock
+            self._lock, self._copy_asked = lock, None
         # One kept copy, not one a round: the file an earlier copy kept holds nothing that
         # the file copied now did not (when that copy read every table), nor does this one.
         now = self._kept_copy
@@ -399,6 +404,9 @@ class KuzuStore(
         texts need more of the pool, in proportion to all of them, until the table is copied
         (a 10k-memory store under 64M stopped after 1,080 revisions, again after 40 more once
         reopened, and after 1,060 once copied)."""
+        asked, self._copy_asked = self._copy_asked, None
+        if asked is not None:  # rebuild_text_index: the open made for it copies the store
+            raise CopyInstead(asked, path=self._path, why=asked)
         marker = Path(self._path + CHECKPOINT_FAILED)
         try:
             budget = int(json.loads(marker.read_text())["budget"])
