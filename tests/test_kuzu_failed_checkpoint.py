@@ -57,6 +57,11 @@ CHILD = textwrap.dedent(
                 if mode == "stop" and isinstance(store._conn, Stopped):
                     print("stopped")  # and the process ends here, as if it had died
                     break
+        if mode == "stop":  # a store closed after the stop stays closed: no copy here
+            try:
+                b.remember("a late note after the close", id="late")
+            except Exception as exc:
+                print("refused after close:", type(exc).__name__)
     print("copies:", sum(issubclass(w.category, StoreRebuilt) for w in caught))
     print("closed")
     """
@@ -85,6 +90,7 @@ def test_a_checkpoint_out_of_pool_stops_the_engine_and_loses_no_text(tmp_path: P
     db = _store(tmp_path)
     revised, out = _revise(db, tmp_path / "done.txt", "grebe", "stop")
     assert "stopped" in out and 10 < len(revised) < 3_000, (out, len(revised))
+    assert "refused after close" in out and "copies: 0" in out, out
     assert os.path.exists(f"{db}.wal")  # the commits since the last good checkpoint
     assert os.path.exists(f"{db}{CHECKPOINT_FAILED}")  # for the next open
     # Opened again in a new process (this one) under the same budget: the store is copied

@@ -189,7 +189,7 @@ class KuzuSession(KuzuFiles):
 
     def _q(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
         with self._lock:  # one Kùzu connection, shared by the threads async adapters use
-            if not self._depth and isinstance(self._conn, Stopped):
+            if not self._depth and isinstance(self._conn, Stopped) and not self._closed:
                 self._reopen_after_stop()
             return self._q_locked(query, params)
 
@@ -393,7 +393,7 @@ class KuzuSession(KuzuFiles):
                 finally:
                     self._depth -= 1
                 return
-            if isinstance(self._conn, Stopped):
+            if isinstance(self._conn, Stopped) and not self._closed:
                 self._reopen_after_stop()
             # BEGIN waits for the first statement (see _run): Kùzu's BEGIN and COMMIT cost
             # ~1.4 ms together, a large share of a remember.
