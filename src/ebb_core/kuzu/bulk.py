@@ -408,14 +408,6 @@ class KuzuBulk(KuzuIndexSteps):
             solo=solo,
         )
 
-    def _create_rows(self, table: Any) -> None:
-        """Insert an Arrow table of Memory rows with one parameterised CREATE each."""
-        props = ", ".join(f"{c}: ${c}" for c in table.column_names)
-        query = f"CREATE (n:Memory {{{props}}})"
-        for lo in range(0, table.num_rows, 10_000):
-            for row in table.slice(lo, 10_000).to_pylist():
-                self._q(query, row)
-
 
 def _distinct(values: Any) -> list[str]:
     """The distinct values of an import column (an Arrow array or a list)."""

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import EbbError, StorageError
 from .base import KuzuBase
-from .engine import CopyInstead, _buffer_pool, pool_given
+from .engine import _buffer_pool, pool_given
 from .parquet_ahead import ParquetAhead
 from .queries import _release_arrow_memory
 
@@ -44,17 +44,6 @@ class _Stage:
         self.words = words  # what the text index's build would index: the table's words
         self.indexed = False  # the index was built during the load (see _copy_memories)
         self.steps: list[Any] = []  # memories to COPY once it is built (_build_and_step)
-
-
-class IndexPastPool(CopyInstead):
-    """An open must build the text index again (after a crash, or a build that did not
-    finish) and the budget's pool cannot build it at once: the open copies the store into a
-    new file that builds it in steps instead (``store._connect``, ``salvage.rebuild_in_place``);
-    ``words`` what the build would index."""
-
-    def __init__(self, message: str, *, path: str, why: str, words: int) -> None:
-        super().__init__(message, path=path, why=why)
-        self.words = words
 
 
 class KuzuIndexSteps(KuzuBase):
@@ -154,20 +143,29 @@ class KuzuIndexSteps(KuzuBase):
         checkpointed after. The load's marker undoes them if it fails (see bulk_load). Before
         the twenty-third session such a load was refused (20k memories into the 100k store
         under ``128M``: "import it in parts of at most 10,066 memories")."""
-        props = ", ".join(f"{c}: ${c}" for c in table.column_names)
-        query = f"CREATE (n:Memory {{{props}}})"
         part = max(1_000, _buffer_pool(self._budget) // 2 // _LOAD_BYTES_PER_MEMORY)
         for lo in range(0, table.num_rows, part):
             self._exec("BEGIN TRANSACTION")
             try:
-                for row in table.slice(lo, part).to_pylist():
-                    self._q_locked(query, row, solo=True)  # inside the part's transaction
+                self._create_rows(table.slice(lo, part), solo=True)  # in the part's transaction
                 self._exec("COMMIT")
             except BaseException:
                 with suppress(EbbError):
                     self._exec("ROLLBACK")
                 raise
             self._maybe_checkpoint(force=True)
+
+    def _create_rows(self, table: Any, *, solo: bool = False) -> None:
+        """Insert an Arrow table of Memory rows with one parameterised CREATE each: in the
+        caller's transaction, or (``solo``) sent as they are, in one the caller began."""
+        props = ", ".join(f"{c}: ${c}" for c in table.column_names)
+        query = f"CREATE (n:Memory {{{props}}})"
+        for lo in range(0, table.num_rows, 10_000):
+            for row in table.slice(lo, 10_000).to_pylist():
+                if solo:
+                    self._q_locked(query, row, solo=True)
+                else:
+                    self._q(query, row)
 
     def _steps(self, table: Any, words: Any, room: int, *, to_files: bool) -> list[Any]:
         """``table`` (its rows' ``words``) cut in the steps of _copy_memories: Arrow slices, or

@@ -13,10 +13,11 @@ from ..errors import (
 )
 from .base import KuzuBase
 from .engine import (
+    CopyInstead,
     _all,
     pool_given,
 )
-from .index_steps import _INDEX_BYTES_PER_WORD, IndexPastPool
+from .index_steps import _INDEX_BYTES_PER_WORD
 from .queries import (
     FTS_INDEX,
     INDEX_STATE,
@@ -120,11 +121,11 @@ class KuzuSchema(KuzuBase):
             if not force and self.text_index_state() == "ready":
                 return False
             words = self._build_past_pool()
-            if words is not None:  # nothing dropped: see IndexPastPool
+            if words is not None:  # nothing dropped: the open copies the store (_connect)
                 # a replayed log's rows are missing from it: the file, kept aside by the
                 # rebuild, says so to whatever opens it next
                 self.set_meta(INDEX_STATE, "building")
-                raise IndexPastPool(
+                raise CopyInstead(
                     f"cannot open the store {self._path} as it is: its text index must be "
                     f"built again (after a crash, or a build that did not finish), and its "
                     f"{words:,} words need ~{words * _INDEX_BYTES_PER_WORD >> 20:,} MB of the "
@@ -136,7 +137,6 @@ class KuzuSchema(KuzuBase):
                     why="that built its text index in steps: the index had to be built again "
                     f"(after a crash, or a build that did not finish) and "
                     f"{pool_given(self._budget)}, too little to build it at once",
-                    words=words,
                 )
             self._build_text_index()
             return True

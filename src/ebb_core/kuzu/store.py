@@ -333,26 +333,24 @@ class KuzuStore(
         """``_connect``'s rebuild of a store it could not open as it is (``exc``): copied into
         a new file, which takes its place, and a ``StoreRebuilt`` warning; returns where the
         old file was kept, and whether the copy read every table."""
-        # What cleaning up cannot mend (see _drop_text_index), or an index this budget
-        # cannot build at once (IndexPastPool): every row is copied into a new file,
-        # which builds the index in steps if it must and takes the store's place; the old
-        # one is kept.
+        # What cleaning up cannot mend (see _drop_text_index), or a store the open must copy
+        # (CopyInstead: an index this budget cannot build at once, a stopped writer): every
+        # row is copied into a new file, which builds the index in steps if it must and
+        # takes the store's place; the old one is kept.
         from ..repair import Report
         from ..salvage import rebuild_in_place, salvaged_whole
 
-        copy = isinstance(exc, CopyInstead)
         report = Report(self._path)
         try:
             aside = rebuild_in_place(
                 self._path,
                 memory_budget=self._budget,
-                kept_as="before-rebuild" if copy else "damaged",
+                kept_as="before-rebuild" if isinstance(exc, CopyInstead) else "damaged",
                 report=report,
             )
         except RuntimeError as again:  # the rows cannot be read either
             raise storage_error(again, self._path, "open") from None
-        if copy:
-            assert isinstance(exc, CopyInstead)
+        if isinstance(exc, CopyInstead):
             Path(self._path + CHECKPOINT_FAILED).unlink(missing_ok=True)  # done
             said = (
                 f"the store {self._path} was copied into a new file {exc.why}. Nothing "
