@@ -222,6 +222,33 @@ def test_doctor_and_salvage_after_a_crash_leave_the_log_for_the_open_that_rebuil
             assert [h.id for h in b.recall("cormorant breakwater", k=1)] == ["note:3"], path
 
 
+def test_a_salvage_that_leaves_vectors_out_is_not_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A later copy deletes the file an earlier one kept only when it read every table
+    # (KuzuStore._reopen_after_stop): vector tables it could not even list count as left out.
+    import ebb_core.salvage as salvage_module
+    from ebb_core.repair import Report
+
+    db = tmp_path / "s.kuzu"
+    _store_with(db, n=5)
+    whole = Report(str(db))
+    salvage_module.salvage(db, tmp_path / "whole.kuzu", whole)
+    assert salvage_module.salvaged_whole(whole), whole.actions
+    rows = salvage_module._rows
+
+    def no_listing(conn: Any, query: str) -> list[list[Any]]:
+        if "show_tables" in query:
+            raise RuntimeError("cannot list")
+        return rows(conn, query)
+
+    monkeypatch.setattr(salvage_module, "_rows", no_listing)
+    part = Report(str(db))
+    salvage_module.salvage(db, tmp_path / "part.kuzu", part)
+    assert any(a.startswith("could not list the vector tables") for a in part.actions)
+    assert not salvage_module.salvaged_whole(part)
+
+
 def test_read_commands_never_create_a_store(tmp_path: Path) -> None:
     runner = CliRunner()
     missing = tmp_path / "no-store-here"
