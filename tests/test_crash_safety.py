@@ -228,19 +228,18 @@ def test_a_salvage_that_leaves_vectors_out_is_not_whole(
     # A later copy deletes the file an earlier one kept only when it read every table
     # (KuzuStore._reopen_after_stop): vector tables it could not even list count as left out.
     import ebb_core.salvage as salvage_module
-    from ebb_core.repair import Report
+    from ebb_core.repair import Report, _rows
 
     db = tmp_path / "s.kuzu"
     _store_with(db, n=5)
     whole = Report(str(db))
     salvage_module.salvage(db, tmp_path / "whole.kuzu", whole)
     assert salvage_module.salvaged_whole(whole), whole.actions
-    rows = salvage_module._rows
 
     def no_listing(conn: Any, query: str) -> list[list[Any]]:
         if "show_tables" in query:
             raise RuntimeError("cannot list")
-        return rows(conn, query)
+        return _rows(conn, query)
 
     monkeypatch.setattr(salvage_module, "_rows", no_listing)
     part = Report(str(db))
